@@ -1,0 +1,99 @@
+//! Service-level objectives: "p99.9 of requests within 20 ms".
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SloError {
+    #[error("percentile {0} is out of range; expected a number strictly between 0 and 100, e.g. 99.9")]
+    Percentile(f64),
+    #[error("SLO latency {0} s is not positive; expected a finite latency > 0, e.g. 20ms")]
+    Latency(f64),
+}
+
+/// A percentile strictly between 0 and 100 (e.g. 99.9). 100 is rejected: no finite bound
+/// holds with probability one for the stochastic models.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct Percentile(f64);
+
+impl Percentile {
+    pub fn new(p: f64) -> Result<Percentile, SloError> {
+        if p.is_finite() && p > 0.0 && p < 100.0 {
+            Ok(Percentile(p))
+        } else {
+            Err(SloError::Percentile(p))
+        }
+    }
+
+    pub fn value(self) -> f64 {
+        self.0
+    }
+
+    /// The violation probability ε = 1 − p/100.
+    pub fn epsilon(self) -> f64 {
+        1.0 - self.0 / 100.0
+    }
+}
+
+impl TryFrom<f64> for Percentile {
+    type Error = SloError;
+    fn try_from(p: f64) -> Result<Percentile, SloError> {
+        Percentile::new(p)
+    }
+}
+
+impl From<Percentile> for f64 {
+    fn from(p: Percentile) -> f64 {
+        p.0
+    }
+}
+
+impl fmt::Display for Percentile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "p{}", self.0)
+    }
+}
+
+/// A tail-latency objective: `percentile` of requests complete within `latency_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    /// latency target [s], finite and > 0
+    pub latency_s: f64,
+    pub percentile: Percentile,
+}
+
+impl Slo {
+    pub fn new(latency_s: f64, percentile: f64) -> Result<Slo, SloError> {
+        if !(latency_s.is_finite() && latency_s > 0.0) {
+            return Err(SloError::Latency(latency_s));
+        }
+        Ok(Slo {
+            latency_s,
+            percentile: Percentile::new(percentile)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_percentile_100_and_zero_latency() {
+        assert!(Percentile::new(100.0).is_err());
+        assert!(Percentile::new(0.0).is_err());
+        assert!(Percentile::new(f64::NAN).is_err());
+        assert!(Slo::new(0.0, 99.9).is_err());
+        assert!(Slo::new(f64::INFINITY, 99.9).is_err());
+        let slo = Slo::new(0.02, 99.9).unwrap();
+        assert!((slo.percentile.epsilon() - 0.001).abs() < 1e-12);
+    }
+
+    #[test]
+    fn percentile_deserialization_validates() {
+        assert!(serde_json::from_str::<Percentile>("100").is_err());
+        assert_eq!(serde_json::from_str::<Percentile>("99.9").unwrap().value(), 99.9);
+    }
+}

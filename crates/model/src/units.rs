@@ -1,0 +1,159 @@
+//! Quantities with units, parsed at the edge: `20ms`, `1Gbit`, `64KiB`.
+//!
+//! Inside tailbound quantities are `f64` fields whose names carry their unit (`delay_s`,
+//! `rate_bytes_per_s`, `burst_bytes`); these parsers turn what a person types into those base
+//! units: seconds, bytes, bytes per second.
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnitError {
+    #[error("invalid duration {0:?}; expected a positive number with a unit: ns, us, ms, s, min (e.g. 20ms)")]
+    Duration(String),
+    #[error("invalid rate {0:?}; expected a positive number with a unit: bit, Kbit, Mbit, Gbit (per second), B/s, KB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s (e.g. 1Gbit)")]
+    Rate(String),
+    #[error("invalid size {0:?}; expected a positive number of bytes with an optional unit: B, KB, MB, GB, KiB, MiB, GiB (e.g. 64KiB)")]
+    Size(String),
+}
+
+/// Splits `"20ms"` into `(20.0, "ms")`; the number must be finite and non-negative.
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || ((c == 'e' || c == 'E')
+                    && s[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+'))
+                || ((c == '-' || c == '+') && i > 0 && matches!(&s[i - 1..i], "e" | "E")))
+        })
+        .map_or(s.len(), |(i, _)| i);
+    let value: f64 = s[..end].parse().ok()?;
+    (value.is_finite() && value >= 0.0).then_some((value, s[end..].trim()))
+}
+
+/// Parses a duration into seconds. A bare number is seconds. Zero is accepted here; callers
+/// that need a positive duration (an SLO) check that themselves.
+pub fn parse_duration_s(s: &str) -> Result<f64, UnitError> {
+    let err = || UnitError::Duration(s.to_string());
+    let (v, unit) = split_number(s).ok_or_else(err)?;
+    let scale = match unit {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "min" | "m" => 60.0,
+        _ => return Err(err()),
+    };
+    Ok(v * scale)
+}
+
+/// Parses a rate into bytes per second. Bit units (`1Gbit`, `100Mbps`) are decimal and divided
+/// by 8; byte units take `/s`. A bare number is bytes per second.
+pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, UnitError> {
+    let err = || UnitError::Rate(s.to_string());
+    let (v, unit) = split_number(s).ok_or_else(err)?;
+    let bits = |scale: f64| v * scale / 8.0;
+    let rate = match unit.to_ascii_lowercase().as_str() {
+        "bit" | "bps" | "bit/s" => bits(1.0),
+        "kbit" | "kbps" | "kbit/s" => bits(1e3),
+        "mbit" | "mbps" | "mbit/s" => bits(1e6),
+        "gbit" | "gbps" | "gbit/s" => bits(1e9),
+        "" | "b/s" => v,
+        "kb/s" => v * 1e3,
+        "mb/s" => v * 1e6,
+        "gb/s" => v * 1e9,
+        "kib/s" => v * 1024.0,
+        "mib/s" => v * 1024.0 * 1024.0,
+        "gib/s" => v * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(err()),
+    };
+    if rate > 0.0 {
+        Ok(rate)
+    } else {
+        Err(err())
+    }
+}
+
+/// Parses a size into bytes (`64KiB`, `1MB`, `512`).
+pub fn parse_size_bytes(s: &str) -> Result<f64, UnitError> {
+    let err = || UnitError::Size(s.to_string());
+    let (v, unit) = split_number(s).ok_or_else(err)?;
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(err()),
+    };
+    Ok(v * scale)
+}
+
+/// Formats a duration in seconds with a readable unit: `20.0 ms`, `3.1 us`.
+pub fn format_duration_s(s: f64) -> String {
+    let a = s.abs();
+    if a == 0.0 {
+        "0 s".to_string()
+    } else if a < 1e-6 {
+        format!("{:.1} ns", s * 1e9)
+    } else if a < 1e-3 {
+        format!("{:.1} us", s * 1e6)
+    } else if a < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.3} s", s)
+    }
+}
+
+/// Formats a byte count with a binary unit: `4.0 KiB`.
+pub fn format_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut i = 0;
+    while v.abs() >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_s("20ms").unwrap(), 0.02);
+        assert_eq!(parse_duration_s("1.5").unwrap(), 1.5);
+        assert!((parse_duration_s("250us").unwrap() - 250e-6).abs() < 1e-18);
+        assert_eq!(parse_duration_s("1e-3s").unwrap(), 1e-3);
+        assert!(parse_duration_s("-3ms").is_err());
+        assert!(parse_duration_s("3 fortnights").is_err());
+        assert!(parse_duration_s("").is_err());
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate_bytes_per_s("1Gbit").unwrap(), 125e6);
+        assert_eq!(parse_rate_bytes_per_s("10MB/s").unwrap(), 10e6);
+        assert_eq!(parse_rate_bytes_per_s("8bit").unwrap(), 1.0);
+        assert!(parse_rate_bytes_per_s("0Gbit").is_err());
+        assert!(parse_rate_bytes_per_s("1Gbyte").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size_bytes("64KiB").unwrap(), 65536.0);
+        assert_eq!(parse_size_bytes("1MB").unwrap(), 1e6);
+        assert_eq!(parse_size_bytes("512").unwrap(), 512.0);
+        assert!(parse_size_bytes("NaN").is_err());
+        assert!(parse_size_bytes("inf").is_err());
+    }
+}
