@@ -1,0 +1,351 @@
+//! `tailbound curve ...`: r-b and arrival curves, MMPP fits and effective bandwidth of a trace.
+
+use super::{display_name, load_trace, print_json, write_svg};
+use crate::report::{EffBwReport, MmppReport, RbReport};
+use crate::table::{render, si};
+use crate::Outcome;
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use tailbound_curves::effbw::effective_bandwidth;
+use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind, StateRate};
+use tailbound_curves::rb::{arrival_curve, prune, work_series, WorkSeries};
+use tailbound_curves::{stage_work, StorageProfile};
+use tailbound_model::units::{format_duration_s, parse_duration_s};
+use tailbound_model::{ArrivalCurve, Stage};
+use tailbound_plot::{Chart, Figure, Series};
+use tailbound_trace::Trace;
+
+#[derive(Debug, Subcommand)]
+pub enum CurveCommand {
+    /// Exact r-b curve and arrival curve of a trace at one stage
+    Rb(RbArgs),
+    /// Fit a Markov-modulated Poisson process (SNC-Meister §4.3)
+    Mmpp(MmppArgs),
+    /// Effective bandwidth: least bucket-less shaper rate meeting a delay target
+    Effbw(EffBwArgs),
+}
+
+pub fn run(cmd: CurveCommand) -> anyhow::Result<Outcome> {
+    match cmd {
+        CurveCommand::Rb(a) => rb(a),
+        CurveCommand::Mmpp(a) => mmpp(a),
+        CurveCommand::Effbw(a) => effbw(a),
+    }
+}
+
+/// Which part of the trace to characterize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Part {
+    /// the whole trace
+    Whole,
+    /// the first half of its time span (the papers characterize on it)
+    FirstHalf,
+    /// the second half (the papers replay it)
+    SecondHalf,
+}
+
+/// What every characterization command takes: a trace, a stage, a device profile.
+#[derive(Debug, Args)]
+pub struct StageArgs {
+    /// the trace file
+    pub file: PathBuf,
+    /// stage whose work is characterized (network bytes in each direction, or storage
+    /// busy-seconds)
+    #[arg(long, value_parser = parse_stage)]
+    pub stage: Stage,
+    /// storage device profile in WorkloadCompactor's JSON format (default: the bundled
+    /// Intel 710 SSD profile)
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// part of the trace to characterize
+    #[arg(long, value_enum, default_value_t = Part::Whole)]
+    pub part: Part,
+    /// print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_stage(s: &str) -> Result<Stage, String> {
+    s.parse().map_err(|e: tailbound_model::stage::UnknownStage| e.to_string())
+}
+
+/// The loaded trace (the chosen part) and the work at the chosen stage.
+struct Loaded {
+    trace: Trace,
+    series: WorkSeries,
+    profile: StorageProfile,
+}
+
+fn load(a: &StageArgs) -> anyhow::Result<Loaded> {
+    let full = load_trace(&a.file)?;
+    let trace = match a.part {
+        Part::Whole => full,
+        Part::FirstHalf | Part::SecondHalf => {
+            let (first, second) = tailbound_trace::split(&full, 0.5)
+                .with_context(|| format!("cannot split {} in halves", a.file.display()))?;
+            if a.part == Part::FirstHalf {
+                first
+            } else {
+                second
+            }
+        }
+    };
+    let profile = match &a.profile {
+        Some(p) => StorageProfile::load(p)?,
+        None => StorageProfile::intel710_ssd(),
+    };
+    let series = work_series(&trace.requests, stage_work(a.stage, &profile))?;
+    Ok(Loaded {
+        trace,
+        series,
+        profile,
+    })
+}
+
+fn mean_rate(curve: &ArrivalCurve) -> Option<f64> {
+    // The exact curve ends at (span, total work).
+    let [span, total] = *curve.vertices.last()?;
+    (span > 0.0).then(|| total / span)
+}
+
+#[derive(Debug, Args)]
+pub struct RbArgs {
+    #[command(flatten)]
+    pub stage: StageArgs,
+    /// prune the curve to at most K linear pieces, staying an upper bound
+    #[arg(long, value_name = "K")]
+    pub prune: Option<usize>,
+    /// plot b vs r and α vs t to this SVG file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
+    let l = load(&a.stage)?;
+    let exact = arrival_curve(&l.series);
+    let curve = match a.prune {
+        Some(k) => prune(&exact, k)?,
+        None => exact.clone(),
+    };
+    let unit = a.stage.stage.work_unit();
+    let report = RbReport {
+        trace: display_name(&a.stage.file),
+        stage: a.stage.stage,
+        unit: unit.to_string(),
+        requests: l.trace.requests.len(),
+        mean_rate: mean_rate(&exact),
+        rb: curve.to_rb().vertices,
+        arrival: curve.vertices.clone(),
+        tail_rate: curve.tail_rate,
+        pruned_to: a.prune,
+    };
+    if let Some(svg) = &a.svg {
+        write_svg(svg, &rb_figure(&report, &exact, a.prune.is_some()))?;
+    }
+    if a.stage.json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} at {}: {} requests, mean rate {} {unit}/s, {} pieces",
+            report.trace,
+            report.stage,
+            report.requests,
+            report.mean_rate.map_or("-".into(), si),
+            report.rb.len()
+        );
+        let rows: Vec<Vec<String>> = report
+            .rb
+            .iter()
+            .map(|[r, b]| vec![si(*r), si(*b), format_duration_s(b / r)])
+            .collect();
+        print!(
+            "{}",
+            render(&[&format!("rate [{unit}/s]"), &format!("burst [{unit}]"), "b/r"], &rows)
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+fn rb_figure(report: &RbReport, exact: &ArrivalCurve, pruned: bool) -> Figure {
+    let unit = &report.unit;
+    let mut rb = Chart::new(format!("r-b curve: {} ({})", report.trace, report.stage))
+        .x_label(format!("rate r [{unit}/s]"))
+        .y_label(format!("bucket b [{unit}]"));
+    let mut arrival = Chart::new("arrival curve α(t) = min_r b(r) + r·t")
+        .x_label("window t [s]")
+        .y_label(format!("work [{unit}]"));
+    let pts = |v: &[[f64; 2]]| v.iter().map(|&[x, y]| (x, y)).collect::<Vec<_>>();
+    let mut exact_rb = pts(&exact.to_rb().vertices);
+    // show the flat part beyond the last vertex
+    if let Some(&(r, b)) = exact_rb.last() {
+        exact_rb.push((r * 1.5, b));
+    }
+    rb = rb.series(Series::line("exact", exact_rb));
+    arrival = arrival.series(Series::line("exact", pts(&exact.vertices)));
+    if pruned {
+        let mut p = pts(&report.rb);
+        if let Some(&(r, b)) = p.last() {
+            p.push((r * 1.5, b));
+        }
+        rb = rb.series(Series::line(
+            format!("pruned to {}", report.pruned_to.unwrap_or(0)),
+            p,
+        ));
+        arrival = arrival.series(Series::line("pruned", pts(&report.arrival)));
+    }
+    Figure::new(vec![rb, arrival])
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SizesArg {
+    /// exponential work per request with the state's mean (SNC-Meister's MGFExponential)
+    Exponential,
+    /// the observed work values (tighter MGF)
+    Empirical,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RateArg {
+    /// the band centre, as SNC-Meister codes it
+    Centre,
+    /// the mean count of the state's intervals
+    Observed,
+}
+
+#[derive(Debug, Args)]
+pub struct MmppArgs {
+    #[command(flatten)]
+    pub stage: StageArgs,
+    /// size model of each state
+    #[arg(long, value_enum, default_value_t = SizesArg::Exponential)]
+    pub sizes: SizesArg,
+    /// rate of each state
+    #[arg(long, value_enum, default_value_t = RateArg::Centre)]
+    pub state_rate: RateArg,
+    /// counting interval
+    #[arg(long, default_value = "1s")]
+    pub interval: String,
+    /// time step of the discrete chain
+    #[arg(long, default_value = "10us")]
+    pub step: String,
+    /// most states
+    #[arg(long, default_value_t = 10)]
+    pub max_states: usize,
+    /// half-width of a state's band in standard deviations (√λ)
+    #[arg(long, default_value_t = 2.0)]
+    pub band_factor: f64,
+}
+
+fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
+    let l = load(&a.stage)?;
+    let opts = MmppFitOptions {
+        interval_s: parse_duration_s(&a.interval)?,
+        step_s: parse_duration_s(&a.step)?,
+        band_factor: a.band_factor,
+        max_states: a.max_states,
+        sizes: match a.sizes {
+            SizesArg::Exponential => SizeKind::Exponential,
+            SizesArg::Empirical => SizeKind::Empirical,
+        },
+        state_rate: match a.state_rate {
+            RateArg::Centre => StateRate::BandCentre,
+            RateArg::Observed => StateRate::Observed,
+        },
+    };
+    let work = stage_work(a.stage.stage, &l.profile);
+    let fit = fit_mmpp(&l.trace.requests, work, &opts)
+        .with_context(|| format!("cannot fit an MMPP to {}", a.stage.file.display()))?;
+    let unit = a.stage.stage.work_unit();
+    let report = MmppReport {
+        trace: display_name(&a.stage.file),
+        stage: a.stage.stage,
+        unit: unit.to_string(),
+        requests: l.trace.requests.len(),
+        mean_rate: fit.mean_work_per_s(),
+        mmpp: fit,
+    };
+    if a.stage.json {
+        print_json(&report)?;
+        return Ok(Outcome::Ok);
+    }
+    let m = &report.mmpp;
+    println!(
+        "{} at {}: {} states, step {}, interval {}, mean load {} {unit}/s",
+        report.trace,
+        report.stage,
+        m.states.len(),
+        format_duration_s(m.step_s),
+        format_duration_s(m.interval_s),
+        si(report.mean_rate)
+    );
+    let rows: Vec<Vec<String>> = m
+        .states
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let leave = 1.0 - m.transition[i][i];
+            vec![
+                i.to_string(),
+                si(s.rate_per_s),
+                si(s.sizes.mean()),
+                s.intervals.to_string(),
+                s.requests.to_string(),
+                if leave > 0.0 {
+                    format_duration_s(m.step_s / leave)
+                } else {
+                    "-".into()
+                },
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        render(
+            &["state", "req/s", &format!("mean [{unit}]"), "intervals", "requests", "mean dwell"],
+            &rows
+        )
+    );
+    Ok(Outcome::Ok)
+}
+
+#[derive(Debug, Args)]
+pub struct EffBwArgs {
+    #[command(flatten)]
+    pub stage: StageArgs,
+    /// shaper delay target, e.g. 20ms
+    #[arg(long)]
+    pub delay: String,
+}
+
+fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
+    let delay_s = parse_duration_s(&a.delay)?;
+    if delay_s <= 0.0 {
+        bail!("--delay {} must be positive, e.g. 20ms", a.delay);
+    }
+    let l = load(&a.stage)?;
+    let curve = arrival_curve(&l.series);
+    let rate = effective_bandwidth(&curve.to_rb(), delay_s)?;
+    let unit = a.stage.stage.work_unit();
+    let report = EffBwReport {
+        trace: display_name(&a.stage.file),
+        stage: a.stage.stage,
+        unit: unit.to_string(),
+        delay_s,
+        rate,
+        mean_rate: mean_rate(&curve),
+    };
+    if a.stage.json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} at {}: effective bandwidth {} {unit}/s for {} ({} x the mean rate)",
+            report.trace,
+            report.stage,
+            si(rate),
+            format_duration_s(delay_s),
+            report.mean_rate.map_or("-".into(), |m| format!("{:.2}", rate / m))
+        );
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,59 @@
+//! One module per subcommand, plus the small helpers they share: loading traces with context,
+//! printing JSON, writing SVG figures, progress bars.
+
+pub mod curve;
+pub mod demo;
+pub mod trace;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use tailbound_plot::Figure;
+use tailbound_trace::Trace;
+
+/// Reads and validates a trace; errors already name the file and line.
+pub fn load_trace(path: &Path) -> anyhow::Result<Trace> {
+    tracing::debug!(path = %path.display(), "reading trace");
+    Ok(tailbound_trace::read_trace(path)?)
+}
+
+/// Prints a result as pretty JSON on stdout.
+pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value).context("cannot write JSON to stdout")?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Writes a figure as SVG to `path`.
+pub fn write_svg(path: &Path, figure: &Figure) -> anyhow::Result<()> {
+    let svg = figure.to_svg()?;
+    std::fs::write(path, svg).with_context(|| format!("cannot write SVG to {}", path.display()))?;
+    tracing::info!(path = %path.display(), "wrote plot");
+    Ok(())
+}
+
+/// A progress bar on stderr for `len` steps; hidden when stderr is not a terminal, with
+/// `--json`, or when there is a single step.
+pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    if json || len <= 1 || !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    } else {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(what.to_string());
+    }
+    bar
+}
+
+/// A file name for messages: the path as given.
+pub fn display_name(path: &Path) -> String {
+    path.display().to_string()
+}

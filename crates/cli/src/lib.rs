@@ -1,0 +1,77 @@
+//! The `tailbound` command line: argument parsing and dispatch to the library crates.
+//!
+//! This crate holds no logic of its own beyond formatting. Each subcommand lives in
+//! [`cmd`]; the structures printed with `--json` live in [`report`] so that tests (and other
+//! tools) can deserialize them; tables in [`table`]. Exit codes: 0 ok, 1 checked and failed,
+//! 2 error (printed once on stderr).
+
+pub mod cmd;
+pub mod report;
+pub mod table;
+
+use clap::{Parser, Subcommand};
+
+/// What a successful command concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// everything checked out (exit 0)
+    Ok,
+    /// the command ran but what it checked failed, e.g. an SLO is violated (exit 1)
+    CheckFailed,
+}
+
+/// Tail-latency SLOs and throughput guarantees for shared clusters.
+///
+/// tailbound characterizes tenants from traces (r-b curves, MMPP fits, effective bandwidth),
+/// decides whom to admit and where to place them, enforces the decisions and verifies them.
+#[derive(Debug, Parser)]
+#[command(name = "tailbound", version, propagate_version = true)]
+pub struct Cli {
+    /// more log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// only errors on stderr
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the pipeline on a seeded synthetic multi-tenant set (no files needed)
+    Demo(cmd::demo::DemoArgs),
+    /// Read, check, summarise, split and generate request traces
+    #[command(subcommand)]
+    Trace(cmd::trace::TraceCommand),
+    /// Characterize a trace: r-b and arrival curves, MMPP fits, effective bandwidth
+    #[command(subcommand)]
+    Curve(cmd::curve::CurveCommand),
+}
+
+/// Runs one parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Trace(c) => cmd::trace::run(c),
+        Command::Curve(c) => cmd::curve::run(c),
+    }
+}
+
+/// Installs the `tracing` subscriber: logs go to stderr, `RUST_LOG` overrides `-v`/`-q`.
+pub fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

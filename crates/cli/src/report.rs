@@ -1,0 +1,130 @@
+//! The machine-readable results that commands print with `--json`.
+//!
+//! Every command's JSON is one of these structures, so integration tests (and scripts) can
+//! deserialize exactly what a user sees. Field names carry their units.
+
+use serde::{Deserialize, Serialize};
+use tailbound_model::{Mmpp, Stage};
+use tailbound_trace::TraceStats;
+
+/// `tailbound trace stats --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceStatsReport {
+    /// one entry per file, in the order given; `name` is the path
+    pub traces: Vec<TraceStats>,
+}
+
+/// `tailbound trace split --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitReport {
+    pub input: String,
+    /// split point as a fraction of the trace's time span
+    pub at: f64,
+    /// split instant, from the start of the trace [s]
+    pub split_s: f64,
+    pub parts: Vec<SplitPart>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitPart {
+    pub file: String,
+    pub requests: usize,
+}
+
+/// `tailbound trace gen --json` (the trace itself goes to the output file)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenReport {
+    pub file: Option<String>,
+    pub model: String,
+    pub seed: u64,
+    pub requests: usize,
+}
+
+/// `tailbound curve rb --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RbReport {
+    pub trace: String,
+    pub stage: Stage,
+    /// unit of work at this stage (bytes or busy-s)
+    pub unit: String,
+    pub requests: usize,
+    /// mean work rate over the trace's span [unit/s]; null for a trace of one instant
+    pub mean_rate: Option<f64>,
+    /// r-b curve vertices `[rate [unit/s], burst [unit]]`, rate ascending; b stays at the
+    /// last vertex's value for higher rates
+    pub rb: Vec<[f64; 2]>,
+    /// arrival-curve vertices `[t [s], work [unit]]`; flat (or `tail_rate`) after the last
+    pub arrival: Vec<[f64; 2]>,
+    /// slope of the arrival curve after its last vertex [unit/s]
+    pub tail_rate: f64,
+    /// when `--prune K` was given: the curve was pruned to at most K pieces (an upper bound)
+    pub pruned_to: Option<usize>,
+}
+
+/// `tailbound curve mmpp --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MmppReport {
+    pub trace: String,
+    pub stage: Stage,
+    pub unit: String,
+    pub requests: usize,
+    pub mmpp: Mmpp,
+    /// the fitted chain's mean load [unit/s]
+    pub mean_rate: f64,
+}
+
+/// `tailbound curve effbw --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffBwReport {
+    pub trace: String,
+    pub stage: Stage,
+    pub unit: String,
+    /// shaper delay target [s]
+    pub delay_s: f64,
+    /// least rate of a bucket-less shaper meeting the target [unit/s]
+    pub rate: f64,
+    /// mean work rate of the trace [unit/s], for comparison
+    pub mean_rate: Option<f64>,
+}
+
+/// `tailbound demo --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoReport {
+    pub seed: u64,
+    pub duration_s: f64,
+    pub tenants: Vec<DemoTenant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoTenant {
+    pub name: String,
+    /// the generator model, as a readable description
+    pub model: String,
+    /// tail-latency target used for the effective bandwidth [s]
+    pub slo_s: f64,
+    pub percentile: f64,
+    /// requests in the characterized (first) half
+    pub requests: usize,
+    pub mean_requests_per_s: Option<f64>,
+    /// peak-to-mean request rate at 100 ms windows
+    pub peak_to_mean_100ms: Option<f64>,
+    pub stages: Vec<DemoStage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoStage {
+    pub stage: Stage,
+    pub unit: String,
+    /// mean work rate [unit/s]
+    pub mean_rate: Option<f64>,
+    /// pieces of the exact arrival curve
+    pub arrival_pieces: usize,
+    /// the largest work arriving at one instant, α(0) [unit]
+    pub burst: f64,
+    /// least bucket at twice the mean rate [unit]
+    pub burst_at_2x_mean: Option<f64>,
+    /// effective bandwidth for the tenant's SLO [unit/s]
+    pub effective_bw: f64,
+    /// MMPP states fitted
+    pub mmpp_states: usize,
+}
