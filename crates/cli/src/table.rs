@@ -1,7 +1,7 @@
 //! Plain-text tables for human-readable output.
 
-/// Renders rows under headers, columns padded to their widest cell; numeric-looking cells are
-/// right-aligned.
+/// Renders rows under headers, columns padded to their widest cell. A column whose cells all
+/// look numeric (or are `-`) is right-aligned, header included.
 pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
     let cols = headers.len();
     let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -11,25 +11,27 @@ pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let numeric = |s: &str| {
-        s.chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_digit() || c == '-' || c == '.')
+        s == "-"
+            || s.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit() || c == '-' || c == '.')
     };
+    let right: Vec<bool> = (0..cols)
+        .map(|i| i > 0 && rows.iter().all(|r| r.get(i).is_none_or(|c| numeric(c))))
+        .collect();
     let line = |cells: Vec<&str>| {
         let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            let pad = width[i].saturating_sub(cell.chars().count());
+        for (i, cell) in cells.iter().enumerate().take(cols) {
+            let pad = " ".repeat(width[i].saturating_sub(cell.chars().count()));
             if i > 0 {
                 out.push_str("  ");
             }
-            if numeric(cell) && i > 0 {
-                out.push_str(&" ".repeat(pad));
+            if right[i] {
+                out.push_str(&pad);
                 out.push_str(cell);
             } else {
                 out.push_str(cell);
-                if i + 1 < cols {
-                    out.push_str(&" ".repeat(pad));
-                }
+                out.push_str(&pad);
             }
         }
         out.trim_end().to_string() + "\n"

@@ -315,8 +315,9 @@ impl Mmpp {
         Ok(())
     }
 
-    /// Long-run fraction of time in each state (stationary distribution of `transition`, by
-    /// power iteration on the per-interval chain).
+    /// Long-run fraction of time in each state: the fit's own interval occupancy when the
+    /// states record intervals, otherwise the stationary distribution of `transition` by power
+    /// iteration.
     pub fn stationary(&self) -> Vec<f64> {
         let n = self.states.len();
         let total: u64 = self.states.iter().map(|s| s.intervals).sum();

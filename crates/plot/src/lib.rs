@@ -313,6 +313,22 @@ fn trim(v: f64) -> String {
     s.to_string()
 }
 
+/// Splits every segment into `parts` equal pieces (in data space).
+fn densify(points: &[(f64, f64)], parts: usize) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * parts);
+    for (k, &(x, y)) in points.iter().enumerate() {
+        if k > 0 {
+            let (x0, y0) = points[k - 1];
+            for i in 1..parts {
+                let f = i as f64 / parts as f64;
+                out.push((x0 + f * (x - x0), y0 + f * (y - y0)));
+            }
+        }
+        out.push((x, y));
+    }
+    out
+}
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -425,10 +441,18 @@ fn render_chart(
     );
     for (i, s) in chart.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let mut xy: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .copied()
+        // A line means linear interpolation in data space; on a log axis that is a curve, so
+        // each segment is drawn through intermediate points (before dropping the points a
+        // log axis cannot show, so a segment from 0 still appears).
+        let data = if s.style == Style::Line
+            && (chart.x_scale == Scale::Log || chart.y_scale == Scale::Log)
+        {
+            densify(&s.points, 32)
+        } else {
+            s.points.clone()
+        };
+        let mut xy: Vec<(f64, f64)> = data
+            .into_iter()
             .filter(visible)
             .map(|(x, y)| (xa.px(x), ya.px(y)))
             .collect();
@@ -532,6 +556,12 @@ mod tests {
             Err(PlotError::NoData("empty".into()))
         );
         assert_eq!(Figure::new(vec![]).to_svg(), Err(PlotError::NoCharts));
+    }
+
+    #[test]
+    fn lines_on_log_axes_follow_linear_interpolation() {
+        let pts = densify(&[(1.0, 1.0), (3.0, 5.0)], 4);
+        assert_eq!(pts, vec![(1.0, 1.0), (1.5, 2.0), (2.0, 3.0), (2.5, 4.0), (3.0, 5.0)]);
     }
 
     #[test]

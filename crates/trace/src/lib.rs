@@ -1,11 +1,42 @@
-//! Trace ingestion. PROVISIONAL: the trace helper replaces this file's internals; the public
-//! signatures below (`Trace`, `read_trace`, `parse_trace`, `TraceError`) are the contract.
+//! Trace ingestion and synthesis: reading request traces with validation, writing them back,
+//! describing them, splitting them for characterize-then-replay, and generating synthetic
+//! tenants.
+//!
+//! This crate knows requests and time, nothing more: it does not analyse. Turning traces into
+//! r-b curves, arrival curves and MMPP fits lives in `tailbound-curves`; the request type and
+//! its ops live in `tailbound-model`; replaying traces lives in the simulator.
+//!
+//! Main items:
+//! * [`Trace`]: a named, time-sorted list of [`Request`]s.
+//! * Reading ([`read`]): [`read_trace`], [`parse_trace`], streaming [`open_trace`] /
+//!   [`TraceReader`]; errors are [`TraceError`] (file, line, [`TraceErrorKind`]).
+//! * Writing ([`write`](mod@write)): [`write_trace`] in either [`Format`].
+//! * Statistics ([`stats`]): [`trace_stats`] → [`TraceStats`], [`rate_series`].
+//! * Splitting ([`split`](mod@split)): [`split()`], [`split_keep_times`].
+//! * Synthesis ([`gen`]): [`generate`] from a [`GenSpec`] ([`ArrivalModel`], [`SizeDist`],
+//!   [`Vocabulary`]).
 
-use std::io::BufRead;
-use std::path::Path;
+pub mod gen;
+pub mod read;
+pub mod split;
+pub mod stats;
+pub mod write;
+
+pub use gen::{generate, ArrivalModel, GenError, GenSpec, SizeDist, Vocabulary};
+pub use read::{open_trace, parse_trace, read_trace, TraceError, TraceErrorKind, TraceReader};
+pub use split::{split, split_keep_times, SplitError};
+pub use stats::{
+    rate_series, trace_stats, RatePoint, SizeStats, StatsError, TraceStats, WindowPeak,
+};
+pub use write::{write_trace, Format};
+
 use tailbound_model::Request;
 
 /// A tenant's requests, sorted by arrival time.
+///
+/// Traces from [`read_trace`], [`parse_trace`] and [`generate`] hold at least one request and
+/// are sorted; a `Trace` built by hand should keep that (the functions here do not panic on an
+/// empty one, but report undefined quantities as `None` or errors).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
     /// where the trace came from (file path or generator description)
@@ -13,48 +44,17 @@ pub struct Trace {
     pub requests: Vec<Request>,
 }
 
-#[derive(Debug, thiserror::Error)]
-#[error("{path}:{line}: {message}")]
-pub struct TraceError {
-    pub path: String,
-    pub line: u64,
-    pub message: String,
-}
-
-pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
-    let f = std::fs::File::open(path).map_err(|e| TraceError {
-        path: path.display().to_string(),
-        line: 0,
-        message: e.to_string(),
-    })?;
-    parse_trace(&path.display().to_string(), std::io::BufReader::new(f))
-}
-
-pub fn parse_trace(name: &str, reader: impl BufRead) -> Result<Trace, TraceError> {
-    let mut requests = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let err = |message: String| TraceError {
-            path: name.to_string(),
-            line: i as u64 + 1,
-            message,
-        };
-        let line = line.map_err(|e| err(e.to_string()))?;
-        let f: Vec<&str> = line.trim().split(',').collect();
-        if f.len() != 3 {
-            return Err(err(format!("bad line {line:?}")));
+impl Trace {
+    /// last − first arrival \[ns\]; 0 for an empty trace
+    pub fn span_ns(&self) -> u64 {
+        match (self.requests.first(), self.requests.last()) {
+            (Some(a), Some(b)) => b.arrival_ns.saturating_sub(a.arrival_ns),
+            _ => 0,
         }
-        let arrival_ns = f[0].parse().map_err(|_| err(format!("bad time {}", f[0])))?;
-        let size_bytes = u64::from_str_radix(f[1].trim_start_matches("0x"), 16)
-            .map_err(|_| err(format!("bad size {}", f[1])))?;
-        let op = f[2].parse().map_err(|e| err(format!("{e}")))?;
-        requests.push(Request {
-            arrival_ns,
-            size_bytes,
-            op,
-        });
     }
-    Ok(Trace {
-        name: name.to_string(),
-        requests,
-    })
+
+    /// last − first arrival \[s\]; 0 for an empty trace
+    pub fn span_s(&self) -> f64 {
+        self.span_ns() as f64 * 1e-9
+    }
 }

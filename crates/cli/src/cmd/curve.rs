@@ -13,7 +13,7 @@ use tailbound_curves::rb::{arrival_curve, prune, work_series, WorkSeries};
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::units::{format_duration_s, parse_duration_s};
 use tailbound_model::{ArrivalCurve, Stage};
-use tailbound_plot::{Chart, Figure, Series};
+use tailbound_plot::{Chart, Figure, Scale, Series};
 use tailbound_trace::Trace;
 
 #[derive(Debug, Subcommand)]
@@ -169,12 +169,21 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
 
 fn rb_figure(report: &RbReport, exact: &ArrivalCurve, pruned: bool) -> Figure {
     let unit = &report.unit;
-    let mut rb = Chart::new(format!("r-b curve: {} ({})", report.trace, report.stage))
+    let name = std::path::Path::new(&report.trace)
+        .file_name()
+        .map_or_else(|| report.trace.clone(), |n| n.to_string_lossy().into_owned());
+    // Both curves span decades of rate and time: log-log axes (the r = 0 and t = 0 vertices
+    // are left out of the picture, not of the curve).
+    let mut rb = Chart::new(format!("r-b curve of {name} at {}", report.stage))
         .x_label(format!("rate r [{unit}/s]"))
-        .y_label(format!("bucket b [{unit}]"));
+        .y_label(format!("bucket b [{unit}]"))
+        .x_scale(Scale::Log)
+        .y_scale(Scale::Log);
     let mut arrival = Chart::new("arrival curve α(t) = min_r b(r) + r·t")
         .x_label("window t [s]")
-        .y_label(format!("work [{unit}]"));
+        .y_label(format!("work [{unit}]"))
+        .x_scale(Scale::Log)
+        .y_scale(Scale::Log);
     let pts = |v: &[[f64; 2]]| v.iter().map(|&[x, y]| (x, y)).collect::<Vec<_>>();
     let mut exact_rb = pts(&exact.to_rb().vertices);
     // show the flat part beyond the last vertex

@@ -176,7 +176,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
         }
         out.push(DemoTenant {
             name: name.to_string(),
-            model: describe(&spec.arrival),
+            model: spec.arrival.describe(),
             slo_s: slo.latency_s,
             percentile: slo.percentile.value(),
             requests: first.requests.len(),
@@ -205,17 +205,6 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
         print!("{}", summary(&report));
     }
     Ok(Outcome::Ok)
-}
-
-fn describe(m: &ArrivalModel) -> String {
-    match m {
-        ArrivalModel::Poisson { rate_per_s } => format!("poisson {rate_per_s}/s"),
-        ArrivalModel::Mmpp { rates_per_s, .. } => format!("mmpp {rates_per_s:?}/s"),
-        ArrivalModel::OnOff { on_rate_per_s, .. } => format!("on/off {on_rate_per_s}/s"),
-        ArrivalModel::Pareto { rate_per_s, shape } => {
-            format!("pareto {rate_per_s}/s α={shape}")
-        }
-    }
 }
 
 fn summary(r: &DemoReport) -> String {

@@ -1,0 +1,8 @@
+//! End-to-end tests of the `tailbound` binary: real traces in, `--json` reports out,
+//! deserialized into the structures of `tailbound_cli::report`.
+
+mod common;
+mod curve;
+mod demo;
+mod errors;
+mod trace;

@@ -1,0 +1,6 @@
+//! Integration tests of tailbound-curves against real traces in `../shared/traces/` and the
+//! original tools' outputs in `../shared/reference/`.
+
+mod common;
+mod mmpp;
+mod rb;

@@ -1,0 +1,148 @@
+//! Splitting a trace in two by time: following SNC-Meister and WorkloadCompactor, the first
+//! part characterizes a workload and the second is replayed to check its SLO.
+//!
+//! The split instant is `t_split = first + at·span` (span = last − first arrival), `at`
+//! strictly between 0 and 1. The first part holds the arrivals `< t_split`, the second the
+//! rest. Arrival times are integer nanoseconds, so `t_split` is taken as
+//! `first + ⌈at·span⌉` ns, which selects the same requests.
+//!
+//! [`split`] **rebases** the second part: its times have `t_split` subtracted, so a replay of
+//! it starts near 0 (the gap from the split instant to its first request is kept).
+//! [`split_keep_times`] keeps absolute times in both parts.
+
+use crate::Trace;
+
+/// Why a trace could not be split.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SplitError {
+    #[error("split point {at} is not strictly between 0 and 1; expected a fraction of the trace's time span, e.g. 0.5")]
+    Fraction { at: f64 },
+    #[error("trace {name:?} holds no requests; nothing to split")]
+    EmptyTrace { name: String },
+    #[error("split point {at} leaves the {part} part of {name:?} empty ({requests} requests over {span_s} s); expected a split point with requests on both sides")]
+    EmptyPart {
+        at: f64,
+        name: String,
+        part: &'static str,
+        requests: usize,
+        span_s: f64,
+    },
+}
+
+/// Splits at fraction `at` of the time span; the second part's times are rebased to start at
+/// the split instant (see the module docs). Names are `"{name} [0, {at})"` and
+/// `"{name} [{at}, 1]"`.
+pub fn split(trace: &Trace, at: f64) -> Result<(Trace, Trace), SplitError> {
+    split_impl(trace, at, true)
+}
+
+/// Like [`split`], but both parts keep the original (absolute) arrival times.
+pub fn split_keep_times(trace: &Trace, at: f64) -> Result<(Trace, Trace), SplitError> {
+    split_impl(trace, at, false)
+}
+
+fn split_impl(trace: &Trace, at: f64, rebase: bool) -> Result<(Trace, Trace), SplitError> {
+    if !(at > 0.0 && at < 1.0) {
+        return Err(SplitError::Fraction { at });
+    }
+    let reqs = &trace.requests;
+    let (Some(first), Some(last)) = (reqs.first(), reqs.last()) else {
+        return Err(SplitError::EmptyTrace {
+            name: trace.name.clone(),
+        });
+    };
+    let first_ns = first.arrival_ns;
+    let span_ns = last.arrival_ns.saturating_sub(first_ns);
+    // at·span ≤ span, so the offset fits and first + offset ≤ last.
+    let offset_ns = ((at * span_ns as f64).ceil() as u64).min(span_ns);
+    let split_ns = first_ns.saturating_add(offset_ns);
+    let index = reqs.partition_point(|r| r.arrival_ns < split_ns);
+    let empty = |part: &'static str| SplitError::EmptyPart {
+        at,
+        name: trace.name.clone(),
+        part,
+        requests: reqs.len(),
+        span_s: span_ns as f64 * 1e-9,
+    };
+    if index == 0 {
+        return Err(empty("first"));
+    }
+    if index == reqs.len() {
+        return Err(empty("second"));
+    }
+    let (head, tail) = reqs.split_at(index);
+    let mut tail = tail.to_vec();
+    if rebase {
+        for r in &mut tail {
+            r.arrival_ns = r.arrival_ns.saturating_sub(split_ns);
+        }
+    }
+    Ok((
+        Trace {
+            name: format!("{} [0, {at})", trace.name),
+            requests: head.to_vec(),
+        },
+        Trace {
+            name: format!("{} [{at}, 1]", trace.name),
+            requests: tail,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailbound_model::{Op, Request};
+
+    fn trace(times: &[u64]) -> Trace {
+        Trace {
+            name: "t".into(),
+            requests: times
+                .iter()
+                .map(|&arrival_ns| Request {
+                    arrival_ns,
+                    size_bytes: 1,
+                    op: Op::Get,
+                })
+                .collect(),
+        }
+    }
+
+    fn times(t: &Trace) -> Vec<u64> {
+        t.requests.iter().map(|r| r.arrival_ns).collect()
+    }
+
+    #[test]
+    fn splits_at_half_the_span_from_the_first_arrival() {
+        // span 100..300, split instant 200: 200 goes to the second part.
+        let t = trace(&[100, 150, 199, 200, 250, 300]);
+        let (a, b) = split(&t, 0.5).unwrap();
+        assert_eq!(times(&a), vec![100, 150, 199]);
+        assert_eq!(times(&b), vec![0, 50, 100]);
+        assert_eq!(a.name, "t [0, 0.5)");
+        assert_eq!(b.name, "t [0.5, 1]");
+        let (_, b) = split_keep_times(&t, 0.5).unwrap();
+        assert_eq!(times(&b), vec![200, 250, 300]);
+    }
+
+    #[test]
+    fn fractional_split_instant_rounds_up() {
+        // 0.25 · 3 = 0.75 ns: the instant is 10.75, so 10 is before it and 11 after.
+        let (a, b) = split_keep_times(&trace(&[10, 11, 13]), 0.25).unwrap();
+        assert_eq!(times(&a), vec![10]);
+        assert_eq!(times(&b), vec![11, 13]);
+    }
+
+    #[test]
+    fn rejects_bad_fractions_and_empty_parts() {
+        let t = trace(&[1, 2, 3]);
+        for at in [0.0, 1.0, -0.5, 2.0, f64::NAN, f64::INFINITY] {
+            let err = split(&t, at).unwrap_err();
+            assert!(matches!(err, SplitError::Fraction { .. }), "{err}");
+        }
+        let err = split(&trace(&[5, 5, 5]), 0.5).unwrap_err();
+        assert!(err.to_string().contains("first part"), "{err}");
+        assert!(split(&trace(&[]), 0.5).is_err());
+    }
+}
