@@ -58,7 +58,11 @@ pub fn si(v: f64) -> String {
     if a != 0.0 && a < 0.01 {
         return format!("{v:.3e}");
     }
-    let digits = if x == 0.0 { 0.0 } else { x.abs().log10().floor() };
+    let digits = if x == 0.0 {
+        0.0
+    } else {
+        x.abs().log10().floor()
+    };
     let decimals = (3.0 - digits).clamp(0.0, 3.0) as usize;
     let mut s = format!("{x:.decimals$}");
     if s.contains('.') {
@@ -75,7 +79,10 @@ mod tests {
     fn pads_columns_and_right_aligns_numbers() {
         let t = render(
             &["name", "n"],
-            &[vec!["a".into(), "5".into()], vec!["bbbb".into(), "123".into()]],
+            &[
+                vec!["a".into(), "5".into()],
+                vec!["bbbb".into(), "123".into()],
+            ],
         );
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "name    n");

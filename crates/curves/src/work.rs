@@ -135,7 +135,9 @@ impl StorageProfile {
             message,
         };
         if p.bandwidth_table.is_empty() {
-            return Err(invalid("bandwidthTable is empty; expected at least one row".into()));
+            return Err(invalid(
+                "bandwidthTable is empty; expected at least one row".into(),
+            ));
         }
         for (i, r) in p.bandwidth_table.iter().enumerate() {
             let ok = |v: f64| v.is_finite() && v > 0.0;

@@ -6,7 +6,9 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SloError {
-    #[error("percentile {0} is out of range; expected a number strictly between 0 and 100, e.g. 99.9")]
+    #[error(
+        "percentile {0} is out of range; expected a number strictly between 0 and 100, e.g. 99.9"
+    )]
     Percentile(f64),
     #[error("SLO latency {0} s is not positive; expected a finite latency > 0, e.g. 20ms")]
     Latency(f64),
@@ -94,6 +96,9 @@ mod tests {
     #[test]
     fn percentile_deserialization_validates() {
         assert!(serde_json::from_str::<Percentile>("100").is_err());
-        assert_eq!(serde_json::from_str::<Percentile>("99.9").unwrap().value(), 99.9);
+        assert_eq!(
+            serde_json::from_str::<Percentile>("99.9").unwrap().value(),
+            99.9
+        );
     }
 }

@@ -24,7 +24,8 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
             !(c.is_ascii_digit()
                 || c == '.'
                 || ((c == 'e' || c == 'E')
-                    && s[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+'))
+                    && s[i + 1..]
+                        .starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+'))
                 || ((c == '-' || c == '+') && i > 0 && matches!(&s[i - 1..i], "e" | "E")))
         })
         .map_or(s.len(), |(i, _)| i);

@@ -226,7 +226,10 @@ impl Axis {
                 out
             }
             Scale::Log => {
-                let (a, b) = (self.lo.log10().ceil() as i32, self.hi.log10().floor() as i32);
+                let (a, b) = (
+                    self.lo.log10().ceil() as i32,
+                    self.hi.log10().floor() as i32,
+                );
                 let stride = ((b - a) / 8 + 1).max(1);
                 (a..=b)
                     .step_by(stride as usize)
@@ -543,9 +546,10 @@ mod tests {
 
     #[test]
     fn log_axis_drops_non_positive_points_and_errs_when_empty() {
-        let c = Chart::new("log")
-            .x_scale(Scale::Log)
-            .series(Series::points("p", vec![(0.0, 1.0), (-1.0, 2.0), (10.0, 3.0)]));
+        let c = Chart::new("log").x_scale(Scale::Log).series(Series::points(
+            "p",
+            vec![(0.0, 1.0), (-1.0, 2.0), (10.0, 3.0)],
+        ));
         let svg = Figure::new(vec![c.clone()]).to_svg().unwrap();
         assert_eq!(svg.matches("<circle").count(), 1);
         let empty = Chart::new("empty")
@@ -561,7 +565,10 @@ mod tests {
     #[test]
     fn lines_on_log_axes_follow_linear_interpolation() {
         let pts = densify(&[(1.0, 1.0), (3.0, 5.0)], 4);
-        assert_eq!(pts, vec![(1.0, 1.0), (1.5, 2.0), (2.0, 3.0), (2.5, 4.0), (3.0, 5.0)]);
+        assert_eq!(
+            pts,
+            vec![(1.0, 1.0), (1.5, 2.0), (2.0, 3.0), (2.5, 4.0), (3.0, 5.0)]
+        );
     }
 
     #[test]

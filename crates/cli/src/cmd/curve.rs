@@ -67,7 +67,8 @@ pub struct StageArgs {
 }
 
 fn parse_stage(s: &str) -> Result<Stage, String> {
-    s.parse().map_err(|e: tailbound_model::stage::UnknownStage| e.to_string())
+    s.parse()
+        .map_err(|e: tailbound_model::stage::UnknownStage| e.to_string())
 }
 
 /// The loaded trace (the chosen part) and the work at the chosen stage.
@@ -161,7 +162,14 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
             .collect();
         print!(
             "{}",
-            render(&[&format!("rate [{unit}/s]"), &format!("burst [{unit}]"), "b/r"], &rows)
+            render(
+                &[
+                    &format!("rate [{unit}/s]"),
+                    &format!("burst [{unit}]"),
+                    "b/r"
+                ],
+                &rows
+            )
         );
     }
     Ok(Outcome::Ok)
@@ -169,9 +177,10 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
 
 fn rb_figure(report: &RbReport, exact: &ArrivalCurve, pruned: bool) -> Figure {
     let unit = &report.unit;
-    let name = std::path::Path::new(&report.trace)
-        .file_name()
-        .map_or_else(|| report.trace.clone(), |n| n.to_string_lossy().into_owned());
+    let name = std::path::Path::new(&report.trace).file_name().map_or_else(
+        || report.trace.clone(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     // Both curves span decades of rate and time: log-log axes (the r = 0 and t = 0 vertices
     // are left out of the picture, not of the curve).
     let mut rb = Chart::new(format!("r-b curve of {name} at {}", report.stage))
@@ -311,7 +320,14 @@ fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
     print!(
         "{}",
         render(
-            &["state", "req/s", &format!("mean [{unit}]"), "intervals", "requests", "mean dwell"],
+            &[
+                "state",
+                "req/s",
+                &format!("mean [{unit}]"),
+                "intervals",
+                "requests",
+                "mean dwell"
+            ],
             &rows
         )
     );
@@ -353,7 +369,9 @@ fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
             report.stage,
             si(rate),
             format_duration_s(delay_s),
-            report.mean_rate.map_or("-".into(), |m| format!("{:.2}", rate / m))
+            report
+                .mean_rate
+                .map_or("-".into(), |m| format!("{:.2}", rate / m))
         );
     }
     Ok(Outcome::Ok)

@@ -143,8 +143,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
         bar.set_message(name.to_string());
         let trace = generate(spec, a.seed.wrapping_add(i as u64))
             .with_context(|| format!("cannot generate tenant {name}"))?;
-        let (first, _replay) = split(&trace, 0.5)
-            .with_context(|| format!("cannot split tenant {name}'s trace"))?;
+        let (first, _replay) =
+            split(&trace, 0.5).with_context(|| format!("cannot split tenant {name}'s trace"))?;
         let stats = trace_stats(&first);
         let mut stages = Vec::new();
         for stage in Stage::ALL {
@@ -230,7 +230,14 @@ fn summary(r: &DemoReport) -> String {
         })
         .collect();
     s += &render(
-        &["tenant", "arrivals", "SLO", "requests", "req/s", "peak/mean 100ms"],
+        &[
+            "tenant",
+            "arrivals",
+            "SLO",
+            "requests",
+            "req/s",
+            "peak/mean 100ms",
+        ],
         &rows,
     );
     s += "\nper stage (work in bytes on the network, busy-seconds on storage):\n";

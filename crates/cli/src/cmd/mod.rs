@@ -43,9 +43,9 @@ pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     } else {
         bar.set_draw_target(ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})",
-        ) {
+        if let Ok(style) =
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+        {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_prefix(what.to_string());

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use tailbound_model::units::{format_bytes, format_duration_s, parse_duration_s, parse_size_bytes};
 use tailbound_plot::{Chart, Figure, Series};
 use tailbound_trace::{
-    generate, rate_series, split, split_keep_times, trace_stats, write_trace, ArrivalModel, Format, GenSpec,
-    SizeDist, Trace, Vocabulary,
+    generate, rate_series, split, split_keep_times, trace_stats, write_trace, ArrivalModel, Format,
+    GenSpec, SizeDist, Trace, Vocabulary,
 };
 
 #[derive(Debug, Subcommand)]
@@ -111,8 +111,18 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 fn stats_table(report: &TraceStatsReport) -> String {
     let headers = [
-        "trace", "requests", "span", "req/s", "bytes/s", "read", "size p50", "p99", "max",
-        "peak/mean 10ms", "100ms", "1s",
+        "trace",
+        "requests",
+        "span",
+        "req/s",
+        "bytes/s",
+        "read",
+        "size p50",
+        "p99",
+        "max",
+        "peak/mean 10ms",
+        "100ms",
+        "1s",
     ];
     let rows: Vec<Vec<String>> = report
         .traces
@@ -132,9 +142,18 @@ fn stats_table(report: &TraceStatsReport) -> String {
                 opt(s.mean_requests_per_s, si),
                 opt(s.mean_bytes_per_s, |v| format!("{}/s", format_bytes(v))),
                 opt(s.read_fraction, |f| format!("{:.0}%", f * 100.0)),
-                opt(s.size_bytes.as_ref().map(|z| z.p50_bytes as f64), format_bytes),
-                opt(s.size_bytes.as_ref().map(|z| z.p99_bytes as f64), format_bytes),
-                opt(s.size_bytes.as_ref().map(|z| z.max_bytes as f64), format_bytes),
+                opt(
+                    s.size_bytes.as_ref().map(|z| z.p50_bytes as f64),
+                    format_bytes,
+                ),
+                opt(
+                    s.size_bytes.as_ref().map(|z| z.p99_bytes as f64),
+                    format_bytes,
+                ),
+                opt(
+                    s.size_bytes.as_ref().map(|z| z.max_bytes as f64),
+                    format_bytes,
+                ),
                 p2m(0.01),
                 p2m(0.1),
                 p2m(1.0),
@@ -171,8 +190,7 @@ fn split_cmd(a: SplitArgs) -> anyhow::Result<Outcome> {
     } else {
         split(&trace, a.at)
     };
-    let (first, second) = parts
-        .with_context(|| format!("cannot split {}", a.file.display()))?;
+    let (first, second) = parts.with_context(|| format!("cannot split {}", a.file.display()))?;
     let stem = a
         .file
         .file_stem()
@@ -389,7 +407,11 @@ fn gen(a: GenArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else if a.output != Path::new("-") {
-        eprintln!("wrote {} requests to {}", report.requests, a.output.display());
+        eprintln!(
+            "wrote {} requests to {}",
+            report.requests,
+            a.output.display()
+        );
     }
     Ok(Outcome::Ok)
 }

@@ -21,14 +21,20 @@ fn rb_json_has_ascending_vertices_and_a_matching_arrival_curve() {
         let arrival = ArrivalCurve::new(r.arrival.clone(), r.tail_rate).expect("valid arrival");
         assert_eq!(rb.vertices[0][0], 0.0, "exact curves start at r = 0");
         let total = arrival.vertices.last().unwrap()[1];
-        assert!((rb.vertices[0][1] - total).abs() <= 1e-9 * total, "b(0) = all work");
+        assert!(
+            (rb.vertices[0][1] - total).abs() <= 1e-9 * total,
+            "b(0) = all work"
+        );
         for t in [0.0, 0.001, 0.1, 1.0, 10.0] {
             let min = rb
                 .vertices
                 .iter()
                 .map(|[r, b]| b + r * t)
                 .fold(f64::INFINITY, f64::min);
-            assert!((arrival.at(t) - min).abs() <= 1e-9 * min.max(1.0), "{stage} t={t}");
+            assert!(
+                (arrival.at(t) - min).abs() <= 1e-9 * min.max(1.0),
+                "{stage} t={t}"
+            );
         }
     }
 }
@@ -37,7 +43,14 @@ fn rb_json_has_ascending_vertices_and_a_matching_arrival_curve() {
 fn pruned_curve_is_an_upper_bound_with_few_pieces() {
     let path = production("trace0001.csv");
     let args = |prune: Option<&str>| {
-        let mut a = vec!["curve", "rb", path.to_str().unwrap(), "--stage", "net-out", "--json"];
+        let mut a = vec![
+            "curve",
+            "rb",
+            path.to_str().unwrap(),
+            "--stage",
+            "net-out",
+            "--json",
+        ];
         if let Some(k) = prune {
             a.extend(["--prune", k]);
         }
@@ -112,5 +125,8 @@ fn effective_bandwidth_shrinks_as_the_delay_grows() {
     let (tight, loose) = (at("10ms"), at("1s"));
     assert!(tight.rate > loose.rate);
     let mean = tight.mean_rate.unwrap();
-    assert!(loose.rate >= mean * 0.999, "no shaper drains a trace below its mean rate");
+    assert!(
+        loose.rate >= mean * 0.999,
+        "no shaper drains a trace below its mean rate"
+    );
 }

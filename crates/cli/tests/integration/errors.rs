@@ -20,12 +20,42 @@ fn each_bad_trace_form_exits_2_naming_file_line_and_value() {
     let cases: &[(&str, String, &str, &str)] = &[
         ("unsorted", format!("{ok}500,0x1000,Get\n"), "2", "500"),
         ("zero size", format!("{ok}2000,0x0,Put\n"), "2", "0x0"),
-        ("negative size", format!("{ok}2000,-0x10,Put\n"), "2", "-0x10"),
-        ("unknown op", format!("{ok}2000,0x10,Delete\n"), "2", "Delete"),
-        ("malformed time", format!("{ok}20x0,0x10,Get\n"), "2", "20x0"),
-        ("malformed size", format!("{ok}2000,0xZZ,Get\n"), "2", "0xZZ"),
-        ("csv negative size", "time_s,size_bytes,op\n0.5,-3,Get\n".into(), "2", "-3"),
-        ("csv unsorted", "time_s,size_bytes,op\n0.5,3,Get\n0.25,3,Get\n".into(), "3", "0.25"),
+        (
+            "negative size",
+            format!("{ok}2000,-0x10,Put\n"),
+            "2",
+            "-0x10",
+        ),
+        (
+            "unknown op",
+            format!("{ok}2000,0x10,Delete\n"),
+            "2",
+            "Delete",
+        ),
+        (
+            "malformed time",
+            format!("{ok}20x0,0x10,Get\n"),
+            "2",
+            "20x0",
+        ),
+        (
+            "malformed size",
+            format!("{ok}2000,0xZZ,Get\n"),
+            "2",
+            "0xZZ",
+        ),
+        (
+            "csv negative size",
+            "time_s,size_bytes,op\n0.5,-3,Get\n".into(),
+            "2",
+            "-3",
+        ),
+        (
+            "csv unsorted",
+            "time_s,size_bytes,op\n0.5,3,Get\n0.25,3,Get\n".into(),
+            "3",
+            "0.25",
+        ),
     ];
     for (what, content, line, value) in cases {
         let (code, err, path) = run_on(content);
@@ -51,8 +81,12 @@ fn bad_arguments_exit_2() {
         vec!["curve", "effbw", t, "--stage", "net-in", "--delay", "fast"],
         vec!["curve", "rb", t, "--stage", "net-in", "--prune", "0"],
         vec!["trace", "split", t, "--at", "1.5"],
-        vec!["trace", "gen", "--model", "pareto", "--shape", "0.5", "--seed", "1"],
-        vec!["trace", "gen", "--model", "poisson", "--rate", "-3", "--seed", "1"],
+        vec![
+            "trace", "gen", "--model", "pareto", "--shape", "0.5", "--seed", "1",
+        ],
+        vec![
+            "trace", "gen", "--model", "poisson", "--rate", "-3", "--seed", "1",
+        ],
         vec!["curve", "mmpp", t, "--stage", "net-in", "--max-states", "0"],
     ] {
         let out = tailbound(&args);

@@ -67,8 +67,21 @@ fn gen_is_deterministic_for_a_seed() {
     let run = |name: &str, seed: &str| {
         let path = dir.path().join(name);
         let r: GenReport = json(&[
-            "trace", "gen", "--model", "mmpp", "--rates", "20,400", "--dwell", "2s", "--duration",
-            "60s", "--seed", seed, "-o", path.to_str().unwrap(), "--json",
+            "trace",
+            "gen",
+            "--model",
+            "mmpp",
+            "--rates",
+            "20,400",
+            "--dwell",
+            "2s",
+            "--duration",
+            "60s",
+            "--seed",
+            seed,
+            "-o",
+            path.to_str().unwrap(),
+            "--json",
         ]);
         assert!(r.requests > 0);
         std::fs::read(path).unwrap()
@@ -84,10 +97,24 @@ fn every_generator_model_produces_a_readable_trace() {
     for model in ["poisson", "mmpp", "onoff", "pareto"] {
         let path = dir.path().join(format!("{model}.csv"));
         let out = tailbound(&[
-            "trace", "gen", "--model", model, "--seed", "1", "--duration", "30s", "--format",
-            "csv", "-o", path.to_str().unwrap(),
+            "trace",
+            "gen",
+            "--model",
+            model,
+            "--seed",
+            "1",
+            "--duration",
+            "30s",
+            "--format",
+            "csv",
+            "-o",
+            path.to_str().unwrap(),
         ]);
-        assert!(out.status.success(), "{model}: {}", crate::common::stderr(&out));
+        assert!(
+            out.status.success(),
+            "{model}: {}",
+            crate::common::stderr(&out)
+        );
         let s: TraceStatsReport = json(&["trace", "stats", path.to_str().unwrap(), "--json"]);
         assert!(s.traces[0].requests > 10, "{model}");
     }
