@@ -53,9 +53,9 @@ fn benches(c: &mut Criterion) {
         };
         let name = stage_name(stage);
         c.bench_function(&format!("rb_exact_{TRACE}_{name}"), |b| {
-            b.iter(|| rb_curve(black_box(&series)))
+            b.iter(|| rb_curve(black_box(&series)).unwrap())
         });
-        let exact = arrival_curve(&series);
+        let exact = arrival_curve(&series).unwrap();
         c.bench_function(&format!("rb_prune12_{TRACE}_{name}"), |b| {
             b.iter(|| prune(black_box(&exact), 12))
         });

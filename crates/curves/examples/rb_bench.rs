@@ -90,7 +90,10 @@ fn main() -> anyhow::Result<()> {
     let mut sampled = Vec::new();
     for _ in 0..RUNS {
         let t = Instant::now();
-        curves = inputs.iter().map(|(_, s)| black_box(rb_curve(s))).collect();
+        curves = inputs
+            .iter()
+            .map(|(_, s)| rb_curve(s).map(black_box))
+            .collect::<Result<Vec<_>, _>>()?;
         exact_s.push(t.elapsed().as_secs_f64());
 
         let t = Instant::now();
@@ -110,7 +113,7 @@ fn main() -> anyhow::Result<()> {
             worst = worst.max(if rel.is_nan() { f64::INFINITY } else { rel });
         }
     }
-    let vertices: usize = curves.iter().map(|c| c.vertices.len()).sum();
+    let vertices: usize = curves.iter().map(|c| c.vertices().len()).sum();
     let (exact, sampled_med) = (median(exact_s.clone()), median(sampled_s.clone()));
     let fmt = |v: &[f64]| {
         v.iter()

@@ -18,10 +18,6 @@ use tailbound_model::RbCurve;
 pub enum EffBwError {
     #[error("latency target {delay_s} s is not a positive finite number of seconds; give a target > 0, e.g. 0.02 for 20 ms")]
     InvalidDelay { delay_s: f64 },
-    #[error("r-b curve has no vertices; build it from a work series with rb::rb_curve")]
-    EmptyCurve,
-    #[error("r-b curve vertex {index} [{rate}, {burst}] is not finite and non-negative")]
-    InvalidCurve { index: usize, rate: f64, burst: f64 },
     #[error("the effective bandwidth for {delay_s} s lies below the curve's first rate {first_rate} [work/s], where the curve says nothing; use a curve that starts at rate 0 (an unpruned rb::rb_curve)")]
     BelowCurve { delay_s: f64, first_rate: f64 },
 }
@@ -29,25 +25,15 @@ pub enum EffBwError {
 /// The least rate r [work/s] with b(r) ≤ r·`delay_s`: the smallest rate of a bucketless
 /// shaper (b = 0) that delays no request of the curve's trace by more than `delay_s` [s].
 ///
-/// Errors for a non-positive or non-finite target, an empty or non-finite curve, and when the
-/// answer lies below the curve's first rate (a curve that does not start at r = 0, e.g. a
+/// Errors for a non-positive or non-finite target, and when the answer lies below the curve's first rate (a curve that does not start at r = 0, e.g. a
 /// pruned one). The result is finite and ≥ the curve's first rate; it is 0 only for a curve of
 /// no work.
 pub fn effective_bandwidth(rb: &RbCurve, delay_s: f64) -> Result<f64, EffBwError> {
     if !(delay_s.is_finite() && delay_s > 0.0) {
         return Err(EffBwError::InvalidDelay { delay_s });
     }
-    let v = &rb.vertices;
-    if v.is_empty() {
-        return Err(EffBwError::EmptyCurve);
-    }
-    if let Some((index, &[rate, burst])) = v
-        .iter()
-        .enumerate()
-        .find(|(_, [r, b])| !(r.is_finite() && b.is_finite() && *r >= 0.0 && *b >= 0.0))
-    {
-        return Err(EffBwError::InvalidCurve { index, rate, burst });
-    }
+    // RbCurve guarantees at least one finite, non-negative vertex.
+    let v = rb.vertices();
     // excess at a vertex: positive while the shaper at that rate is too slow
     let excess = |[r, b]: [f64; 2]| b - r * delay_s;
     let Some(i) = v.iter().position(|&p| excess(p) <= 0.0) else {
@@ -100,11 +86,6 @@ mod tests {
         }
         let msg = effective_bandwidth(&rb, -0.5).unwrap_err().to_string();
         assert!(msg.contains("-0.5") && msg.contains("> 0"), "{msg}");
-        let empty = RbCurve { vertices: vec![] };
-        assert_eq!(
-            effective_bandwidth(&empty, 1.0),
-            Err(EffBwError::EmptyCurve)
-        );
         // a pruned curve starting at rate 5: for a long target the answer is below 5
         let pruned = RbCurve::new(vec![[5.0, 10.0], [10.0, 1.0]]).unwrap();
         assert!(matches!(

@@ -278,13 +278,11 @@ fn range_hulls(t: &[f64], s: &[f64], lo: usize, hi: usize) -> RangeHulls {
 /// τ = 0 to the last breakpoint, then flat (`tail_rate` 0) at the total work.
 ///
 /// An empty series gives α = 0; a single instant (span 0) gives the constant α = its work.
-pub fn arrival_curve(series: &WorkSeries) -> ArrivalCurve {
+/// The result passes [`ArrivalCurve::new`]'s checks; an error would mean a bug in the hull.
+pub fn arrival_curve(series: &WorkSeries) -> Result<ArrivalCurve, RbError> {
     let n = series.len();
     let Some(&t0) = series.times_ns.first() else {
-        return ArrivalCurve {
-            vertices: vec![[0.0, 0.0]],
-            tail_rate: 0.0,
-        };
+        return Ok(ArrivalCurve::new(vec![[0.0, 0.0]], 0.0)?);
     };
     let t: Vec<f64> = series.times_ns.iter().map(|&x| (x - t0) as f64).collect();
     let mut s = Vec::with_capacity(n + 1);
@@ -301,15 +299,12 @@ pub fn arrival_curve(series: &WorkSeries) -> ArrivalCurve {
         hull.pop();
     }
     let vertices = hull.iter().map(|&(x, y)| [x / 1e9, y]).collect();
-    ArrivalCurve {
-        vertices,
-        tail_rate: 0.0,
-    }
+    Ok(ArrivalCurve::new(vertices, 0.0)?)
 }
 
 /// The exact r-b curve of `series`: the dual of [`arrival_curve`], starting at `[0, S_n]`.
-pub fn rb_curve(series: &WorkSeries) -> RbCurve {
-    arrival_curve(series).to_rb()
+pub fn rb_curve(series: &WorkSeries) -> Result<RbCurve, RbError> {
+    Ok(arrival_curve(series)?.to_rb())
 }
 
 fn check_rate(rate: f64) -> Result<(), RbError> {
@@ -376,11 +371,10 @@ pub fn prune(curve: &ArrivalCurve, max_pieces: usize) -> Result<ArrivalCurve, Rb
     if max_pieces == 0 {
         return Err(RbError::NoPieces);
     }
-    let curve = ArrivalCurve::new(curve.vertices.clone(), curve.tail_rate)?;
-    let v = &curve.vertices;
+    let v = curve.vertices();
     let m = v.len();
     if m <= max_pieces {
-        return Ok(curve);
+        return Ok(curve.clone());
     }
     // lines in curve order: steepest first, the tail last
     let mut lines: Vec<Line> = Vec::with_capacity(m);
@@ -388,7 +382,7 @@ pub fn prune(curve: &ArrivalCurve, max_pieces: usize) -> Result<ArrivalCurve, Rb
         let rate = if k + 1 < m {
             (v[k + 1][1] - v[k][1]) / (v[k + 1][0] - v[k][0])
         } else {
-            curve.tail_rate
+            curve.tail_rate()
         };
         lines.push(Line {
             rate,
@@ -469,10 +463,7 @@ pub fn prune(curve: &ArrivalCurve, max_pieces: usize) -> Result<ArrivalCurve, Rb
         tail_rate = l.rate.max(0.0);
         k = next[cur];
     }
-    Ok(ArrivalCurve {
-        vertices,
-        tail_rate,
-    })
+    Ok(ArrivalCurve::new(vertices, tail_rate)?)
 }
 
 /// Total order on f64 for the pruning heap (costs are never NaN).
@@ -528,14 +519,14 @@ mod tests {
             (4_100_000_000, 0.5),
         ]);
         assert_eq!(s.len(), 5);
-        let a = arrival_curve(&s);
-        assert!(ArrivalCurve::new(a.vertices.clone(), a.tail_rate).is_ok());
-        assert_eq!(a.vertices[0], [0.0, 5.0]);
+        let a = arrival_curve(&s).unwrap();
+        assert!(ArrivalCurve::new(a.vertices().to_vec(), a.tail_rate()).is_ok());
+        assert_eq!(a.vertices()[0], [0.0, 5.0]);
         assert_eq!(a.at(1e3), 11.5);
         for (x, y) in brute(&s) {
             assert!((a.at(x / 1e9) - y).abs() < 1e-12 || a.at(x / 1e9) > y);
         }
-        let rb = rb_curve(&s);
+        let rb = rb_curve(&s).unwrap();
         for r in [0.0, 0.1, 0.5, 1.0, 2.0, 3.3, 8.0, 100.0] {
             let exact = rb.burst_at(r).unwrap();
             assert!((exact - sampled_b(&s, r).unwrap()).abs() < 1e-12, "r={r}");
@@ -545,17 +536,17 @@ mod tests {
     #[test]
     fn degenerate_series_give_finite_curves() {
         let empty = series(&[]);
-        assert_eq!(arrival_curve(&empty).vertices, vec![[0.0, 0.0]]);
-        assert_eq!(rb_curve(&empty).vertices, vec![[0.0, 0.0]]);
+        assert_eq!(arrival_curve(&empty).unwrap().vertices(), vec![[0.0, 0.0]]);
+        assert_eq!(rb_curve(&empty).unwrap().vertices(), vec![[0.0, 0.0]]);
         let one = series(&[(7, 2.5)]);
-        assert_eq!(arrival_curve(&one).vertices, vec![[0.0, 2.5]]);
-        assert_eq!(rb_curve(&one).vertices, vec![[0.0, 2.5]]);
+        assert_eq!(arrival_curve(&one).unwrap().vertices(), vec![[0.0, 2.5]]);
+        assert_eq!(rb_curve(&one).unwrap().vertices(), vec![[0.0, 2.5]]);
         let same = series(&[(7, 2.5), (7, 1.0), (7, 0.5)]);
-        assert_eq!(arrival_curve(&same).vertices, vec![[0.0, 4.0]]);
+        assert_eq!(arrival_curve(&same).unwrap().vertices(), vec![[0.0, 4.0]]);
         assert_eq!(sampled_b(&same, 1e9).unwrap(), 4.0);
         // trailing zero-work instants do not add a flat piece
         let zero = series(&[(0, 1.0), (5, 0.0)]);
-        assert_eq!(arrival_curve(&zero).vertices, vec![[0.0, 1.0]]);
+        assert_eq!(arrival_curve(&zero).unwrap().vertices(), vec![[0.0, 1.0]]);
     }
 
     #[test]
@@ -596,15 +587,15 @@ mod tests {
         assert_eq!(prune(&a, 0), Err(RbError::NoPieces));
         for k in 1..5 {
             let p = prune(&a, k).unwrap();
-            assert!(p.vertices.len() <= k);
-            assert!(ArrivalCurve::new(p.vertices.clone(), p.tail_rate).is_ok());
+            assert!(p.vertices().len() <= k);
+            assert!(ArrivalCurve::new(p.vertices().to_vec(), p.tail_rate()).is_ok());
             for i in 0..200 {
                 let t = i as f64 * 0.05;
                 assert!(p.at(t) >= a.at(t) - 1e-9, "k={k} t={t}");
             }
         }
         // the flat tail adds no area before the last vertex: it goes first
-        assert_eq!(prune(&a, 4).unwrap().tail_rate, 0.25);
-        assert_eq!(prune(&a, 1).unwrap().vertices.len(), 1);
+        assert_eq!(prune(&a, 4).unwrap().tail_rate(), 0.25);
+        assert_eq!(prune(&a, 1).unwrap().vertices().len(), 1);
     }
 }

@@ -34,6 +34,8 @@ pub enum CurveError {
     },
     #[error("arrival curve must start at t = 0, not {0}")]
     Start(f64),
+    #[error("arrival curve tail rate {0} is not finite and non-negative")]
+    TailRate(f64),
     #[error("MMPP is invalid: {0}")]
     Mmpp(String),
 }
@@ -74,10 +76,26 @@ fn interpolate(v: &[[f64; 2]], x: f64, tail_slope: f64) -> f64 {
 /// An r-b curve: vertices `[rate, burst]` with rate strictly ascending and burst
 /// non-increasing, convex in between; for rates above the last vertex the burst stays at the
 /// last vertex's value. Rates below the first vertex are not covered by the curve.
+///
+/// The fields are private so that every curve, including a deserialized one, has passed
+/// [`RbCurve::new`]'s checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RbCurveData")]
 pub struct RbCurve {
-    /// `[rate [work/s], burst [work]]`, rate ascending
-    pub vertices: Vec<[f64; 2]>,
+    /// `[rate [work/s], burst [work]]`, rate ascending, at least one
+    vertices: Vec<[f64; 2]>,
+}
+
+#[derive(Deserialize)]
+struct RbCurveData {
+    vertices: Vec<[f64; 2]>,
+}
+
+impl TryFrom<RbCurveData> for RbCurve {
+    type Error = CurveError;
+    fn try_from(d: RbCurveData) -> Result<RbCurve, CurveError> {
+        RbCurve::new(d.vertices)
+    }
 }
 
 impl RbCurve {
@@ -104,6 +122,11 @@ impl RbCurve {
             }
         }
         Ok(RbCurve { vertices })
+    }
+
+    /// `[rate [work/s], burst [work]]`, rate ascending.
+    pub fn vertices(&self) -> &[[f64; 2]] {
+        &self.vertices
     }
 
     /// The least bucket size at rate `rate` [work], or `None` below the curve's first rate.
@@ -139,12 +162,29 @@ impl RbCurve {
 
 /// A concave, non-decreasing piecewise-linear arrival curve: vertices `[t, work]` starting at
 /// t = 0, and beyond the last vertex a straight line of slope `tail_rate`.
+///
+/// The fields are private so that every curve, including a deserialized one, has passed
+/// [`ArrivalCurve::new`]'s checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ArrivalCurveData")]
 pub struct ArrivalCurve {
-    /// `[t [s], work]`, t ascending from 0
-    pub vertices: Vec<[f64; 2]>,
+    /// `[t [s], work]`, t ascending from 0, at least one
+    vertices: Vec<[f64; 2]>,
     /// slope after the last vertex [work/s]; 0 for a curve computed from a whole trace
-    pub tail_rate: f64,
+    tail_rate: f64,
+}
+
+#[derive(Deserialize)]
+struct ArrivalCurveData {
+    vertices: Vec<[f64; 2]>,
+    tail_rate: f64,
+}
+
+impl TryFrom<ArrivalCurveData> for ArrivalCurve {
+    type Error = CurveError;
+    fn try_from(d: ArrivalCurveData) -> Result<ArrivalCurve, CurveError> {
+        ArrivalCurve::new(d.vertices, d.tail_rate)
+    }
 }
 
 impl ArrivalCurve {
@@ -154,12 +194,7 @@ impl ArrivalCurve {
             return Err(CurveError::Start(vertices[0][0]));
         }
         if !(tail_rate.is_finite() && tail_rate >= 0.0) {
-            let [x, y] = vertices[vertices.len() - 1];
-            return Err(CurveError::BadVertex {
-                index: vertices.len() - 1,
-                x,
-                y,
-            });
+            return Err(CurveError::TailRate(tail_rate));
         }
         let mut prev = f64::INFINITY;
         for i in 1..=vertices.len() {
@@ -180,6 +215,16 @@ impl ArrivalCurve {
             vertices,
             tail_rate,
         })
+    }
+
+    /// `[t [s], work]`, t ascending from 0.
+    pub fn vertices(&self) -> &[[f64; 2]] {
+        &self.vertices
+    }
+
+    /// Slope after the last vertex [work/s].
+    pub fn tail_rate(&self) -> f64 {
+        self.tail_rate
     }
 
     /// α(t) [work] for t ≥ 0.
@@ -386,6 +431,24 @@ mod tests {
         assert!(ArrivalCurve::new(vec![[0.0, 1.0], [1.0, 2.0], [2.0, 5.0]], 0.0).is_err());
         assert!(ArrivalCurve::new(vec![[1.0, 1.0]], 0.0).is_err());
         assert!(ArrivalCurve::new(vec![[0.0, 1.0], [1.0, 5.0], [2.0, 6.0]], 0.5).is_ok());
+        assert_eq!(
+            ArrivalCurve::new(vec![[0.0, 1.0]], -1.0),
+            Err(CurveError::TailRate(-1.0))
+        );
+    }
+
+    #[test]
+    fn deserialization_validates_curves() {
+        let ok: RbCurve = serde_json::from_str(r#"{"vertices": [[0, 10], [5, 2]]}"#).unwrap();
+        assert_eq!(ok.vertices(), &[[0.0, 10.0], [5.0, 2.0]]);
+        assert!(serde_json::from_str::<RbCurve>(r#"{"vertices": []}"#).is_err());
+        assert!(
+            serde_json::from_str::<ArrivalCurve>(r#"{"vertices": [[1, 1]], "tail_rate": 0}"#)
+                .is_err()
+        );
+        let a = ArrivalCurve::new(vec![[0.0, 1.0], [1.0, 2.0]], 0.5).unwrap();
+        let back: ArrivalCurve = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
     }
 
     #[test]

@@ -106,7 +106,7 @@ fn load(a: &StageArgs) -> anyhow::Result<Loaded> {
 
 fn mean_rate(curve: &ArrivalCurve) -> Option<f64> {
     // The exact curve ends at (span, total work).
-    let [span, total] = *curve.vertices.last()?;
+    let [span, total] = *curve.vertices().last()?;
     (span > 0.0).then(|| total / span)
 }
 
@@ -124,7 +124,7 @@ pub struct RbArgs {
 
 fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
     let l = load(&a.stage)?;
-    let exact = arrival_curve(&l.series);
+    let exact = arrival_curve(&l.series)?;
     let curve = match a.prune {
         Some(k) => prune(&exact, k)?,
         None => exact.clone(),
@@ -136,9 +136,9 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
         unit: unit.to_string(),
         requests: l.trace.requests.len(),
         mean_rate: mean_rate(&exact),
-        rb: curve.to_rb().vertices,
-        arrival: curve.vertices.clone(),
-        tail_rate: curve.tail_rate,
+        rb: curve.to_rb().vertices().to_vec(),
+        arrival: curve.vertices().to_vec(),
+        tail_rate: curve.tail_rate(),
         pruned_to: a.prune,
     };
     if let Some(svg) = &a.svg {
@@ -194,13 +194,13 @@ fn rb_figure(report: &RbReport, exact: &ArrivalCurve, pruned: bool) -> Figure {
         .x_scale(Scale::Log)
         .y_scale(Scale::Log);
     let pts = |v: &[[f64; 2]]| v.iter().map(|&[x, y]| (x, y)).collect::<Vec<_>>();
-    let mut exact_rb = pts(&exact.to_rb().vertices);
+    let mut exact_rb = pts(&exact.to_rb().vertices());
     // show the flat part beyond the last vertex
     if let Some(&(r, b)) = exact_rb.last() {
         exact_rb.push((r * 1.5, b));
     }
     rb = rb.series(Series::line("exact", exact_rb));
-    arrival = arrival.series(Series::line("exact", pts(&exact.vertices)));
+    arrival = arrival.series(Series::line("exact", pts(&exact.vertices())));
     if pruned {
         let mut p = pts(&report.rb);
         if let Some(&(r, b)) = p.last() {
@@ -349,7 +349,7 @@ fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
         bail!("--delay {} must be positive, e.g. 20ms", a.delay);
     }
     let l = load(&a.stage)?;
-    let curve = arrival_curve(&l.series);
+    let curve = arrival_curve(&l.series)?;
     let rate = effective_bandwidth(&curve.to_rb(), delay_s)?;
     let unit = a.stage.stage.work_unit();
     let report = EffBwReport {

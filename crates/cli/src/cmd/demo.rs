@@ -149,10 +149,10 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
         let mut stages = Vec::new();
         for stage in Stage::ALL {
             let work = stage_work(stage, &profile);
-            let curve = arrival_curve(&work_series(&first.requests, work)?);
+            let curve = arrival_curve(&work_series(&first.requests, work)?)?;
             let rb = curve.to_rb();
             let mean = curve
-                .vertices
+                .vertices()
                 .last()
                 .and_then(|&[span, total]| (span > 0.0).then(|| total / span));
             let mmpp = fit_mmpp(&first.requests, work, &MmppFitOptions::default())
@@ -160,14 +160,14 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
             if stage == Stage::NetOut {
                 plot = plot.series(Series::line(
                     *name,
-                    rb.vertices.iter().map(|&[r, b]| (r, b)).collect(),
+                    rb.vertices().iter().map(|&[r, b]| (r, b)).collect(),
                 ));
             }
             stages.push(DemoStage {
                 stage,
                 unit: stage.work_unit().to_string(),
                 mean_rate: mean,
-                arrival_pieces: rb.vertices.len(),
+                arrival_pieces: rb.vertices().len(),
                 burst: curve.burst(),
                 burst_at_2x_mean: mean.and_then(|m| rb.burst_at(2.0 * m)),
                 effective_bw: effective_bandwidth(&rb, slo.latency_s)?,

@@ -19,15 +19,15 @@ fn rb_json_has_ascending_vertices_and_a_matching_arrival_curve() {
         // The vertices form valid curves, and they are duals of each other.
         let rb = RbCurve::new(r.rb.clone()).expect("valid r-b curve");
         let arrival = ArrivalCurve::new(r.arrival.clone(), r.tail_rate).expect("valid arrival");
-        assert_eq!(rb.vertices[0][0], 0.0, "exact curves start at r = 0");
-        let total = arrival.vertices.last().unwrap()[1];
+        assert_eq!(rb.vertices()[0][0], 0.0, "exact curves start at r = 0");
+        let total = arrival.vertices().last().unwrap()[1];
         assert!(
-            (rb.vertices[0][1] - total).abs() <= 1e-9 * total,
+            (rb.vertices()[0][1] - total).abs() <= 1e-9 * total,
             "b(0) = all work"
         );
         for t in [0.0, 0.001, 0.1, 1.0, 10.0] {
             let min = rb
-                .vertices
+                .vertices()
                 .iter()
                 .map(|[r, b]| b + r * t)
                 .fold(f64::INFINITY, f64::min);
@@ -61,7 +61,7 @@ fn pruned_curve_is_an_upper_bound_with_few_pieces() {
     assert!(pruned.rb.len() <= 5 && exact.rb.len() > 5);
     let e = ArrivalCurve::new(exact.arrival, exact.tail_rate).unwrap();
     let p = ArrivalCurve::new(pruned.arrival, pruned.tail_rate).unwrap();
-    for &[t, _] in &e.vertices {
+    for &[t, _] in e.vertices() {
         assert!(p.at(t) >= e.at(t) * (1.0 - 1e-9), "t={t}");
     }
 }

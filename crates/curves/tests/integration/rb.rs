@@ -51,14 +51,14 @@ fn window_points(s: &WorkSeries) -> Vec<(f64, f64)> {
 /// Checks that `a` is the least concave majorant of the window points, flat beyond them:
 /// every point is under it, every vertex is one of the points, and it is concave.
 fn check_exact(s: &WorkSeries, a: &ArrivalCurve) {
-    ArrivalCurve::new(a.vertices.clone(), a.tail_rate).expect("a valid arrival curve");
-    assert_eq!(a.tail_rate, 0.0);
+    ArrivalCurve::new(a.vertices().to_vec(), a.tail_rate()).expect("a valid arrival curve");
+    assert_eq!(a.tail_rate(), 0.0);
     let pts = window_points(s);
     for &(x, y) in &pts {
         let v = a.at(x);
         assert!(v >= y || close(v, y, TOL), "point ({x}, {y}) above α = {v}");
     }
-    for &[x, y] in &a.vertices {
+    for &[x, y] in a.vertices() {
         assert!(
             pts.iter().any(|&(px, py)| px == x && close(py, y, TOL)),
             "vertex ({x}, {y}) is not a window point"
@@ -89,12 +89,12 @@ proptest! {
 
     #[test]
     fn exact_curve_equals_brute_force(s in arb_series()) {
-        check_exact(&s, &arrival_curve(&s));
+        check_exact(&s, &arrival_curve(&s).unwrap());
     }
 
     #[test]
     fn exact_b_equals_algorithm_1(s in arb_series(), rates in proptest::collection::vec(0.0f64..1e4, 1..20)) {
-        let rb = rb_curve(&s);
+        let rb = rb_curve(&s).unwrap();
         for r in rates {
             let exact = rb.burst_at(r).unwrap();
             let sampled = sampled_b(&s, r).unwrap();
@@ -105,23 +105,28 @@ proptest! {
 
     #[test]
     fn pruned_curve_bounds_exact(s in arb_series(), k in 1usize..8) {
-        let exact = arrival_curve(&s);
+        let exact = arrival_curve(&s).unwrap();
         let p = prune(&exact, k).unwrap();
         check_prune(&exact, &p, k);
     }
 }
 
 fn check_prune(exact: &ArrivalCurve, p: &ArrivalCurve, k: usize) {
-    ArrivalCurve::new(p.vertices.clone(), p.tail_rate).expect("a valid pruned curve");
-    assert!(p.vertices.len() <= k, "{} pieces > {k}", p.vertices.len());
-    if exact.vertices.len() <= k {
+    ArrivalCurve::new(p.vertices().to_vec(), p.tail_rate()).expect("a valid pruned curve");
+    assert!(
+        p.vertices().len() <= k,
+        "{} pieces > {k}",
+        p.vertices().len()
+    );
+    if exact.vertices().len() <= k {
         assert_eq!(p, exact);
     }
-    let end = exact.vertices[exact.vertices.len() - 1][0].max(p.vertices[p.vertices.len() - 1][0]);
+    let end = exact.vertices()[exact.vertices().len() - 1][0]
+        .max(p.vertices()[p.vertices().len() - 1][0]);
     let mut xs: Vec<f64> = exact
-        .vertices
+        .vertices()
         .iter()
-        .chain(&p.vertices)
+        .chain(p.vertices())
         .map(|v| v[0])
         .collect();
     xs.extend((0..=100).map(|i| end * i as f64 / 100.0));
@@ -187,13 +192,13 @@ fn exact_curve_is_never_above_the_originals() {
         let requests = load(&path);
         for stage in Stage::ALL {
             let s = work_series(&requests, stage_work(stage, &profile)).unwrap();
-            let ours = arrival_curve(&s);
+            let ours = arrival_curve(&s).unwrap();
             let rb = ours.to_rb();
             let theirs = Reference::load(&path, stage);
             let last =
-                ours.vertices[ours.vertices.len() - 1][0].max(theirs.0[theirs.0.len() - 1][0]);
+                ours.vertices()[ours.vertices().len() - 1][0].max(theirs.0[theirs.0.len() - 1][0]);
             let xs = ours
-                .vertices
+                .vertices()
                 .iter()
                 .map(|v| v[0])
                 .chain(theirs.0.iter().map(|v| v[0]))
@@ -258,7 +263,7 @@ impl Windows {
 
 fn check_windows(requests: &[Request], stage: Stage, seed: u64, count: usize) {
     let s = series(requests, stage);
-    let a = arrival_curve(&s);
+    let a = arrival_curve(&s).unwrap();
     let win = Windows::new(requests, stage);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let end = win.t[win.t.len() - 1];
@@ -329,8 +334,8 @@ fn pruned_real_curves_bound_the_exact_ones() {
     for name in ["trace0036", "trace0003"] {
         let requests = trace(name);
         for stage in Stage::ALL {
-            let exact = arrival_curve(&series(&requests, stage));
-            for k in [1, 2, 5, 12, exact.vertices.len()] {
+            let exact = arrival_curve(&series(&requests, stage)).unwrap();
+            for k in [1, 2, 5, 12, exact.vertices().len()] {
                 check_prune(&exact, &prune(&exact, k).unwrap(), k);
             }
         }
@@ -371,7 +376,7 @@ fn effective_bandwidth_matches_brute_force_and_a_shaper() {
         let requests = trace(name);
         for stage in Stage::ALL {
             let s = series(&requests, stage);
-            let rb = rb_curve(&s);
+            let rb = rb_curve(&s).unwrap();
             for d in [1e-3, 0.02, 0.1, 1.0, 30.0] {
                 let r = effective_bandwidth(&rb, d).unwrap();
                 let brute = brute_effbw(&s, d);
