@@ -194,13 +194,13 @@ fn rb_figure(report: &RbReport, exact: &ArrivalCurve, pruned: bool) -> Figure {
         .x_scale(Scale::Log)
         .y_scale(Scale::Log);
     let pts = |v: &[[f64; 2]]| v.iter().map(|&[x, y]| (x, y)).collect::<Vec<_>>();
-    let mut exact_rb = pts(&exact.to_rb().vertices());
+    let mut exact_rb = pts(exact.to_rb().vertices());
     // show the flat part beyond the last vertex
     if let Some(&(r, b)) = exact_rb.last() {
         exact_rb.push((r * 1.5, b));
     }
     rb = rb.series(Series::line("exact", exact_rb));
-    arrival = arrival.series(Series::line("exact", pts(&exact.vertices())));
+    arrival = arrival.series(Series::line("exact", pts(exact.vertices())));
     if pruned {
         let mut p = pts(&report.rb);
         if let Some(&(r, b)) = p.last() {
