@@ -5,7 +5,6 @@
 //! The whole-set comparison is `bench/rb-curves`.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use tailbound_curves::rb::{arrival_curve, prune, rb_curve, sampled_rb, work_series};
@@ -23,11 +22,9 @@ fn stage_name(stage: Stage) -> &'static str {
 }
 
 fn benches(c: &mut Criterion) {
-    let path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/traces/msr-production"
-    ))
-    .join(format!("{TRACE}.csv"));
+    let path = tailbound_testdata::try_shared_dir()
+        .unwrap_or_default()
+        .join(format!("traces/msr-production/{TRACE}.csv"));
     if !path.is_file() {
         eprintln!(
             "rb_curves: {} is absent; skipping the benches",

@@ -41,12 +41,7 @@ fn main() -> anyhow::Result<()> {
     let dir = std::env::args_os()
         .nth(1)
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/traces/msr-production"
-            ))
-        });
+        .unwrap_or_else(tailbound_testdata::production_dir);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("cannot list traces in {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

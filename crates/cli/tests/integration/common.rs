@@ -1,20 +1,4 @@
-use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// `shared/` beside the repository (present on developer machines and in CI).
-pub fn shared() -> PathBuf {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared"));
-    assert!(
-        dir.join("traces/msr-production").is_dir(),
-        "{} is missing: the tests read the production traces from shared/ beside the repository",
-        dir.display()
-    );
-    dir
-}
-
-pub fn production(name: &str) -> PathBuf {
-    shared().join("traces/msr-production").join(name)
-}
 
 /// Runs `tailbound` with `args`.
 pub fn tailbound(args: &[&str]) -> Output {

@@ -1,6 +1,7 @@
-use crate::common::{json, production, tailbound};
+use crate::common::{json, tailbound};
 use tailbound_cli::report::{EffBwReport, MmppReport, RbReport};
 use tailbound_model::{ArrivalCurve, RbCurve, Stage};
+use tailbound_testdata::production;
 
 #[test]
 fn rb_json_has_ascending_vertices_and_a_matching_arrival_curve() {

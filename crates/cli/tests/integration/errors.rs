@@ -73,7 +73,7 @@ fn each_bad_trace_form_exits_2_naming_file_line_and_value() {
 
 #[test]
 fn bad_arguments_exit_2() {
-    let trace = crate::common::production("trace0000.csv");
+    let trace = tailbound_testdata::production("trace0000.csv");
     let t = trace.to_str().unwrap();
     for args in [
         vec!["curve", "rb", t, "--stage", "disk"],

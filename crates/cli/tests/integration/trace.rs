@@ -1,5 +1,6 @@
-use crate::common::{json, production, tailbound};
+use crate::common::{json, tailbound};
 use tailbound_cli::report::{GenReport, SplitReport, TraceStatsReport};
+use tailbound_testdata::production;
 
 #[test]
 fn stats_of_trace0000_reports_2871_requests() {

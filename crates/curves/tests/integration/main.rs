@@ -1,6 +1,5 @@
 //! Integration tests of tailbound-curves against real traces in `../shared/traces/` and the
 //! original tools' outputs in `../shared/reference/`.
 
-mod common;
 mod mmpp;
 mod rb;

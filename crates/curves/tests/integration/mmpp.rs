@@ -10,7 +10,7 @@ use tailbound_curves::mmpp::{
 use tailbound_curves::{stage_work, NetworkCost, StorageProfile, WorkFunction};
 use tailbound_model::{Mmpp, Op, Request, SizeModel, Stage};
 
-use crate::common::production_traces;
+use tailbound_testdata::production_traces;
 
 const NS: f64 = 1e9;
 

@@ -11,7 +11,7 @@ use tailbound_curves::rb::{arrival_curve, prune, rb_curve, sampled_b, work_serie
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::{ArrivalCurve, Request, Stage};
 
-use crate::common::{production_traces, shared_dir};
+use tailbound_testdata::{production_traces, shared_dir};
 
 /// relative tolerance for exact-vs-brute-force comparisons
 const TOL: f64 = 1e-9;

@@ -1,4 +1,4 @@
-use crate::common::msr_dir;
+use tailbound_testdata::production_dir as msr_dir;
 use tailbound_trace::{open_trace, read_trace, trace_stats, Format};
 
 #[test]

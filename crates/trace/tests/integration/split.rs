@@ -1,7 +1,8 @@
 //! Splitting real and handmade traces in halves.
 
-use crate::common::{msr_dir, trace};
+use crate::common::trace;
 use tailbound_model::Op::Get;
+use tailbound_testdata::production_dir as msr_dir;
 use tailbound_trace::{read_trace, split, split_keep_times};
 
 #[test]
