@@ -9,12 +9,14 @@
 //! Main types: [`Request`] and [`Op`], [`Stage`], [`Slo`] and [`Percentile`], [`RbCurve`],
 //! [`ArrivalCurve`], [`Mmpp`]; unit parsers in [`units`].
 
+pub mod network;
 pub mod request;
 pub mod slo;
 pub mod stage;
 pub mod traffic;
 pub mod units;
 
+pub use network::{Flow, Network, NetworkError, Queue, TenantSpec};
 pub use request::{Op, OpKind, Request};
 pub use slo::{Percentile, Slo, SloError};
 pub use stage::Stage;

@@ -361,30 +361,19 @@ impl Mmpp {
     }
 
     /// Long-run fraction of time in each state: the fit's own interval occupancy when the
-    /// states record intervals, otherwise the stationary distribution of `transition` by power
-    /// iteration.
+    /// states record intervals, otherwise the stationary distribution of `transition`, solved
+    /// directly (π(P − I) = 0, Σπ = 1; per-step chains mix far too slowly for power iteration).
     pub fn stationary(&self) -> Vec<f64> {
         let n = self.states.len();
         let total: u64 = self.states.iter().map(|s| s.intervals).sum();
         if total > 0 {
-            // The fit's own occupancy is the empirical stationary distribution.
             return self
                 .states
                 .iter()
                 .map(|s| s.intervals as f64 / total as f64)
                 .collect();
         }
-        let mut pi = vec![1.0 / n as f64; n];
-        for _ in 0..10_000 {
-            let mut next = vec![0.0; n];
-            for (i, row) in self.transition.iter().enumerate() {
-                for (j, p) in row.iter().enumerate() {
-                    next[j] += pi[i] * p;
-                }
-            }
-            pi = next;
-        }
-        pi
+        stationary_distribution(&self.transition).unwrap_or_else(|| vec![1.0 / n as f64; n])
     }
 
     /// Mean offered load [work/s].
@@ -397,9 +386,67 @@ impl Mmpp {
     }
 }
 
+/// Stationary distribution of a row-stochastic matrix by Gaussian elimination with partial
+/// pivoting on (Pᵀ − I) with the last equation replaced by Σπ = 1. `None` when the system is
+/// singular (a reducible chain with several closed classes) or the result is not a
+/// distribution.
+pub fn stationary_distribution(p: &[Vec<f64>]) -> Option<Vec<f64>> {
+    let n = p.len();
+    if n == 0 {
+        return None;
+    }
+    // a[i][j] = P[j][i] - δ_ij, augmented with the right-hand side
+    let mut a: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            let mut row: Vec<f64> = (0..n)
+                .map(|j| p[j][i] - if i == j { 1.0 } else { 0.0 })
+                .collect();
+            row.push(0.0);
+            row
+        })
+        .collect();
+    a[n - 1] = vec![1.0; n + 1];
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))?;
+        if a[pivot][col].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(col, pivot);
+        for row in 0..n {
+            if row != col {
+                let f = a[row][col] / a[col][col];
+                if f != 0.0 {
+                    for k in col..=n {
+                        a[row][k] -= f * a[col][k];
+                    }
+                }
+            }
+        }
+    }
+    let pi: Vec<f64> = (0..n).map(|i| (a[i][n] / a[i][i]).max(0.0)).collect();
+    let sum: f64 = pi.iter().sum();
+    (sum.is_finite() && sum > 0.0).then(|| pi.iter().map(|x| x / sum).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stationary_distribution_of_a_slow_chain() {
+        // per-10 µs chain leaving state 0 at 1e-6 and state 1 at 3e-6 per step
+        let p = vec![vec![1.0 - 1e-6, 1e-6], vec![3e-6, 1.0 - 3e-6]];
+        let pi = stationary_distribution(&p).unwrap();
+        assert!(
+            (pi[0] - 0.75).abs() < 1e-9 && (pi[1] - 0.25).abs() < 1e-9,
+            "{pi:?}"
+        );
+        // two closed classes: no unique answer
+        assert_eq!(
+            stationary_distribution(&[vec![1.0, 0.0], vec![0.0, 1.0]]),
+            None
+        );
+    }
 
     #[test]
     fn rb_and_arrival_are_duals() {

@@ -1,0 +1,253 @@
+//! Latency bounds: given tenants' traffic models on a network of queues, an upper bound on
+//! each tenant's request latency at its SLO percentile.
+//!
+//! Two calculi, one interface ([`bound`]):
+//! * [`snc`]: stochastic network calculus (snc-meister §3–4, Table 1): MMPP arrivals and
+//!   constant-rate links as (ρ(θ), σ(θ)) MGF bounds, the aggregate, leftover, output and
+//!   convolution operators, the latency bound minimised over θ, Hölder's inequality for
+//!   dependent inputs; and three network analyses: SNC-Meister's (§4.1), hop-by-hop and
+//!   per-hop convolution.
+//! * [`dnc`]: deterministic network calculus: token-bucket and concave piecewise-linear arrival
+//!   curves, rate-latency service, static-priority leftover, delay bounds; the
+//!   PriorityMeister-style analysis and workload-compactor eqs. (1), (5)–(7).
+//!
+//! This crate does no I/O and reads no clock. Networks come from `tailbound-model`
+//! ([`Network`]); building them from files lives in `tailbound-scenario`. Non-finite numbers
+//! never leave the crate: an unstable queue gives [`Bound::Unbounded`], never NaN or infinity.
+
+pub mod dnc;
+pub mod snc;
+
+use serde::{Deserialize, Serialize};
+use tailbound_model::{Network, NetworkError, Percentile, Slo};
+
+/// Which analysis computes the bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// SNC with SNC-Meister's network analysis (§4.1 key ideas 1 and 2, §4.2 dependencies)
+    SncMeister,
+    /// SNC one queue at a time, ε split per hop (the "hop-by-hop" baseline of Fig. 7)
+    SncHop,
+    /// SNC leftover per hop, then convolution of the leftovers (the "convolution" baseline)
+    SncConv,
+    /// DNC with static priorities (PriorityMeister-style), arrival curves from r-b curves
+    Dnc,
+}
+
+impl Method {
+    pub const ALL: [Method; 4] = [
+        Method::SncMeister,
+        Method::SncHop,
+        Method::SncConv,
+        Method::Dnc,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::SncMeister => "snc-meister",
+            Method::SncHop => "snc-hop",
+            Method::SncConv => "snc-conv",
+            Method::Dnc => "dnc",
+        }
+    }
+}
+
+/// How the SNC bound is minimised over θ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThetaSearch {
+    /// a robust 1-D minimiser on log θ over the stability region (default)
+    #[default]
+    Brent,
+    /// the original's coarse-to-fine grid sweep, for reproducing its numbers
+    Grid,
+}
+
+/// Options of one bound computation.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct BoundOptions {
+    pub theta: ThetaSearch,
+    /// when set, every tenant's percentile is replaced by this one
+    pub percentile: Option<Percentile>,
+}
+
+/// A latency bound: a finite number of seconds, or unbounded with the reason. No caller can
+/// mistake `Unbounded` for a number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// bound [s], finite and ≥ 0
+    Within(f64),
+    /// no finite bound: e.g. a queue whose load reaches its capacity
+    Unbounded(String),
+}
+
+impl Bound {
+    /// A finite bound, or `Unbounded` when `seconds` is not a finite number ≥ 0.
+    pub fn from_seconds(seconds: f64, reason: impl FnOnce() -> String) -> Bound {
+        if seconds.is_finite() && seconds >= 0.0 {
+            Bound::Within(seconds)
+        } else {
+            Bound::Unbounded(reason())
+        }
+    }
+
+    /// The bound [s] when finite.
+    pub fn seconds(&self) -> Option<f64> {
+        match self {
+            Bound::Within(s) => Some(*s),
+            Bound::Unbounded(_) => None,
+        }
+    }
+
+    /// Sum of two bounds (e.g. a tenant's request and response flows); unbounded if either is.
+    pub fn plus(&self, other: &Bound) -> Bound {
+        match (self, other) {
+            (Bound::Within(a), Bound::Within(b)) => {
+                Bound::from_seconds(a + b, || format!("sum of {a} s and {b} s is not finite"))
+            }
+            (Bound::Unbounded(r), _) | (_, Bound::Unbounded(r)) => Bound::Unbounded(r.clone()),
+        }
+    }
+
+    /// Whether this bound meets a latency target [s]; never true when unbounded.
+    pub fn meets(&self, slo_s: f64) -> bool {
+        self.seconds().is_some_and(|s| s <= slo_s)
+    }
+}
+
+/// The bound of one flow of a tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowBound {
+    /// index into [`Network::flows`]
+    pub flow: usize,
+    pub name: String,
+    /// violation probability this flow's bound holds at (the tenant's ε split over its flows)
+    pub epsilon: f64,
+    pub bound: Bound,
+}
+
+/// The bound of one tenant: the sum of its flows' bounds (union bound over the flows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantBound {
+    /// index into [`Network::tenants`]
+    pub tenant: usize,
+    pub name: String,
+    /// the SLO checked (with the percentile override applied)
+    pub slo: Slo,
+    /// priority level used, 0 highest
+    pub priority: u32,
+    pub flows: Vec<FlowBound>,
+    pub total: Bound,
+    pub meets_slo: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalculusError {
+    #[error("invalid network: {0}")]
+    Network(#[from] NetworkError),
+    #[error("flow {flow:?} has no {model}; the {method} analysis needs one for every flow (build the network from traces, or use another --method)")]
+    MissingModel {
+        flow: String,
+        model: &'static str,
+        method: &'static str,
+    },
+    #[error("unknown tenant index {index}; the network has {len} tenants")]
+    UnknownTenant { index: usize, len: usize },
+    #[error(
+        "flows use MMPP time steps {a} s and {b} s; all MMPPs of one analysis need the same step"
+    )]
+    MixedSteps { a: f64, b: f64 },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Bounds of the listed tenants (indices into `net.tenants`) under `method`.
+///
+/// Priorities come from [`Network::priorities`]; each tenant's violation probability
+/// ε = 1 − p/100 is split evenly over its flows, and its bound is the sum of theirs.
+pub fn bound(
+    net: &Network,
+    method: Method,
+    tenants: &[usize],
+    opts: &BoundOptions,
+) -> Result<Vec<TenantBound>, CalculusError> {
+    net.validate()?;
+    if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
+        return Err(CalculusError::UnknownTenant {
+            index,
+            len: net.tenants.len(),
+        });
+    }
+    let priorities = net.priorities();
+    match method {
+        Method::SncMeister | Method::SncHop | Method::SncConv => {
+            snc::bound_tenants(net, method, &priorities, tenants, opts)
+        }
+        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts),
+    }
+}
+
+/// Bounds of every tenant.
+pub fn bound_all(
+    net: &Network,
+    method: Method,
+    opts: &BoundOptions,
+) -> Result<Vec<TenantBound>, CalculusError> {
+    let all: Vec<usize> = (0..net.tenants.len()).collect();
+    bound(net, method, &all, opts)
+}
+
+/// The SLO a tenant is checked against under `opts` (percentile override applied).
+pub fn effective_slo(slo: Slo, opts: &BoundOptions) -> Slo {
+    Slo {
+        percentile: opts.percentile.unwrap_or(slo.percentile),
+        ..slo
+    }
+}
+
+/// Assembles a tenant's result from its flows' bounds.
+pub fn tenant_result(
+    net: &Network,
+    tenant: usize,
+    priority: u32,
+    opts: &BoundOptions,
+    flows: Vec<FlowBound>,
+) -> TenantBound {
+    let t = &net.tenants[tenant];
+    let slo = effective_slo(t.slo, opts);
+    let total = flows
+        .iter()
+        .fold(Bound::Within(0.0), |acc, f| acc.plus(&f.bound));
+    TenantBound {
+        tenant,
+        name: t.name.clone(),
+        slo,
+        priority,
+        meets_slo: total.meets(slo.latency_s),
+        flows,
+        total,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_seconds_are_unbounded() {
+        assert_eq!(Bound::from_seconds(0.5, String::new), Bound::Within(0.5));
+        for x in [f64::NAN, f64::INFINITY, -1.0] {
+            assert!(matches!(
+                Bound::from_seconds(x, || "x".into()),
+                Bound::Unbounded(_)
+            ));
+        }
+        let u = Bound::Unbounded("link a-out overloaded".into());
+        assert!(!u.meets(1e9));
+        assert_eq!(Bound::Within(1.0).plus(&u), u);
+        assert!(Bound::Within(0.01).meets(0.01));
+    }
+}

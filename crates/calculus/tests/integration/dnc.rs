@@ -1,0 +1,1 @@
+// DNC integration tests

@@ -1,0 +1,4 @@
+//! Integration tests of tailbound-calculus.
+
+mod dnc;
+mod snc;

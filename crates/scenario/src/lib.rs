@@ -1,0 +1,1 @@
+//! PLACEHOLDER: the scenario helper replaces this crate.
