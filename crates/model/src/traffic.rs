@@ -416,8 +416,9 @@ pub fn stationary_distribution(p: &[Vec<f64>]) -> Option<Vec<f64>> {
             if row != col {
                 let f = a[row][col] / a[col][col];
                 if f != 0.0 {
-                    for k in col..=n {
-                        a[row][k] -= f * a[col][k];
+                    let pivot_row = a[col].clone();
+                    for (x, p) in a[row][col..].iter_mut().zip(&pivot_row[col..]) {
+                        *x -= f * p;
                     }
                 }
             }
