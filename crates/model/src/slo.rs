@@ -16,26 +16,50 @@ pub enum SloError {
 
 /// A percentile strictly between 0 and 100 (e.g. 99.9). 100 is rejected: no finite bound
 /// holds with probability one for the stochastic models.
+///
+/// It is stored as its violation probability ε = 1 − p/100, so that percentiles with many
+/// nines (snc-meister Fig. 13 goes to thirty) keep their precision: `from_nines(30)` is
+/// ε = 1e-30, which an `f64` percentile could not tell from 100. Serialized as the percentile
+/// value (e.g. `99.9`).
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
 #[serde(try_from = "f64", into = "f64")]
-pub struct Percentile(f64);
+pub struct Percentile {
+    epsilon: f64,
+}
 
 impl Percentile {
     pub fn new(p: f64) -> Result<Percentile, SloError> {
         if p.is_finite() && p > 0.0 && p < 100.0 {
-            Ok(Percentile(p))
+            Ok(Percentile {
+                epsilon: (100.0 - p) / 100.0,
+            })
         } else {
             Err(SloError::Percentile(p))
         }
     }
 
+    /// The percentile whose violation probability is `epsilon`, strictly between 0 and 1.
+    pub fn from_epsilon(epsilon: f64) -> Result<Percentile, SloError> {
+        if epsilon.is_finite() && epsilon > 0.0 && epsilon < 1.0 {
+            Ok(Percentile { epsilon })
+        } else {
+            Err(SloError::Percentile(100.0 * (1.0 - epsilon)))
+        }
+    }
+
+    /// The percentile with `n` nines: 3 → p99.9 (ε = 10⁻³).
+    pub fn from_nines(n: u32) -> Result<Percentile, SloError> {
+        Percentile::from_epsilon(10f64.powi(-(n as i32)))
+    }
+
+    /// The percentile value, e.g. 99.9 (rounds to 100 beyond about fourteen nines).
     pub fn value(self) -> f64 {
-        self.0
+        100.0 - 100.0 * self.epsilon
     }
 
     /// The violation probability ε = 1 − p/100.
     pub fn epsilon(self) -> f64 {
-        1.0 - self.0 / 100.0
+        self.epsilon
     }
 }
 
@@ -48,13 +72,17 @@ impl TryFrom<f64> for Percentile {
 
 impl From<Percentile> for f64 {
     fn from(p: Percentile) -> f64 {
-        p.0
+        p.value()
     }
 }
 
 impl fmt::Display for Percentile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "p{}", self.0)
+        if self.epsilon < 1e-12 {
+            write!(f, "p(1-{:e})", self.epsilon)
+        } else {
+            write!(f, "p{}", self.value())
+        }
     }
 }
 
@@ -91,6 +119,16 @@ mod tests {
         assert!(Slo::new(f64::INFINITY, 99.9).is_err());
         let slo = Slo::new(0.02, 99.9).unwrap();
         assert!((slo.percentile.epsilon() - 0.001).abs() < 1e-12);
+    }
+
+    #[test]
+    fn many_nines_keep_their_precision() {
+        let p = Percentile::from_nines(30).unwrap();
+        assert_eq!(p.epsilon(), 1e-30);
+        assert_eq!(p.to_string(), "p(1-1e-30)");
+        assert_eq!(Percentile::from_nines(3).unwrap().to_string(), "p99.9");
+        assert!(Percentile::from_epsilon(0.0).is_err() && Percentile::from_epsilon(1.0).is_err());
+        assert!((Percentile::new(99.9).unwrap().value() - 99.9).abs() < 1e-12);
     }
 
     #[test]
