@@ -47,6 +47,11 @@ pub enum Command {
     /// Characterize a trace: r-b and arrival curves, MMPP fits, effective bandwidth
     #[command(subcommand)]
     Curve(cmd::curve::CurveCommand),
+    /// Bound every tenant's latency in a scenario (SNC-Meister, SNC baselines or DNC)
+    Bound(cmd::bound::BoundArgs),
+    /// Reproduce the papers' experiments (JSON and SVG output)
+    #[command(subcommand)]
+    Experiment(cmd::experiment::ExperimentCommand),
 }
 
 /// Runs one parsed command.
@@ -55,6 +60,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Trace(c) => cmd::trace::run(c),
         Command::Curve(c) => cmd::curve::run(c),
+        Command::Bound(a) => cmd::bound::run(a),
+        Command::Experiment(c) => cmd::experiment::run(c),
     }
 }
 

@@ -128,3 +128,37 @@ pub struct DemoStage {
     /// MMPP states fitted
     pub mmpp_states: usize,
 }
+
+/// `tailbound bound --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundReport {
+    pub scenario: String,
+    /// the analysis used (snc-meister, snc-hop, snc-conv, dnc)
+    pub method: String,
+    pub tenants: Vec<BoundTenant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundTenant {
+    pub name: String,
+    /// latency target [s]
+    pub slo_s: f64,
+    pub percentile: f64,
+    /// priority level, 0 highest
+    pub priority: u32,
+    /// the tenant's bound [s]: the sum of its flows'; null when unbounded
+    pub bound_s: Option<f64>,
+    /// why there is no finite bound, when `bound_s` is null
+    pub unbounded: Option<String>,
+    pub flows: Vec<BoundFlow>,
+    pub meets_slo: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundFlow {
+    pub name: String,
+    /// violation probability of this flow's bound
+    pub epsilon: f64,
+    /// [s], null when unbounded
+    pub bound_s: Option<f64>,
+}

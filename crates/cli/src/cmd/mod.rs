@@ -1,8 +1,10 @@
 //! One module per subcommand, plus the small helpers they share: loading traces with context,
 //! printing JSON, writing SVG figures, progress bars.
 
+pub mod bound;
 pub mod curve;
 pub mod demo;
+pub mod experiment;
 pub mod trace;
 
 use anyhow::Context;

@@ -1,8 +1,10 @@
 //! End-to-end tests of the `tailbound` binary: real traces in, `--json` reports out,
 //! deserialized into the structures of `tailbound_cli::report`.
 
+mod bound;
 mod common;
 mod curve;
 mod demo;
 mod errors;
+mod experiment;
 mod trace;

@@ -1,0 +1,159 @@
+//! `tailbound bound SCENARIO`: every tenant's latency bound, per flow and in total.
+
+use super::{display_name, print_json};
+use crate::report::{BoundFlow, BoundReport, BoundTenant};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use tailbound_calculus::{bound_all, BoundOptions, Method, ThetaSearch};
+use tailbound_model::units::format_duration_s;
+use tailbound_model::Percentile;
+
+/// The analyses on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MethodArg {
+    /// SNC with SNC-Meister's network analysis and dependency groups
+    SncMeister,
+    /// SNC one queue at a time, ε split per hop
+    SncHop,
+    /// SNC leftover per hop, then convolution
+    SncConv,
+    /// deterministic network calculus with static priorities (PriorityMeister-style)
+    Dnc,
+}
+
+impl From<MethodArg> for Method {
+    fn from(m: MethodArg) -> Method {
+        match m {
+            MethodArg::SncMeister => Method::SncMeister,
+            MethodArg::SncHop => Method::SncHop,
+            MethodArg::SncConv => Method::SncConv,
+            MethodArg::Dnc => Method::Dnc,
+        }
+    }
+}
+
+/// θ search of the SNC bound on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ThetaArg {
+    /// robust 1-D minimisation on log θ
+    Brent,
+    /// the original SNC-Meister's coarse-to-fine sweep
+    Grid,
+}
+
+impl From<ThetaArg> for ThetaSearch {
+    fn from(t: ThetaArg) -> ThetaSearch {
+        match t {
+            ThetaArg::Brent => ThetaSearch::Brent,
+            ThetaArg::Grid => ThetaSearch::Grid,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BoundArgs {
+    /// scenario: tailbound's own (TOML/JSON), SNC-Meister's topology JSON, or its model
+    /// config JSON
+    pub scenario: PathBuf,
+    /// the analysis
+    #[arg(long, value_enum, default_value_t = MethodArg::SncMeister)]
+    pub method: MethodArg,
+    /// check every tenant at this percentile instead of its own (e.g. 99.9)
+    #[arg(long)]
+    pub percentile: Option<f64>,
+    /// how the SNC bound is minimised over θ
+    #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]
+    pub theta: ThetaArg,
+    /// print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
+    let scenario = tailbound_scenario::load(&a.scenario)
+        .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
+    let opts = BoundOptions {
+        theta: a.theta.into(),
+        percentile: a.percentile.map(Percentile::new).transpose()?,
+    };
+    let method: Method = a.method.into();
+    let net = &scenario.network;
+    let bounds = bound_all(net, method, &opts)?;
+    let report = BoundReport {
+        scenario: display_name(&a.scenario),
+        method: method.as_str().to_string(),
+        tenants: bounds
+            .iter()
+            .map(|b| BoundTenant {
+                name: b.name.clone(),
+                slo_s: b.slo.latency_s,
+                percentile: b.slo.percentile.value(),
+                priority: b.priority,
+                bound_s: b.total.seconds(),
+                unbounded: match &b.total {
+                    tailbound_calculus::Bound::Unbounded(r) => Some(r.clone()),
+                    tailbound_calculus::Bound::Within(_) => None,
+                },
+                flows: b
+                    .flows
+                    .iter()
+                    .map(|f| BoundFlow {
+                        name: f.name.clone(),
+                        epsilon: f.epsilon,
+                        bound_s: f.bound.seconds(),
+                    })
+                    .collect(),
+                meets_slo: b.meets_slo,
+            })
+            .collect(),
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", table(&report));
+    }
+    let all_met = report.tenants.iter().all(|t| t.meets_slo);
+    Ok(if all_met {
+        Outcome::Ok
+    } else {
+        Outcome::CheckFailed
+    })
+}
+
+fn table(r: &BoundReport) -> String {
+    let fmt = |s: Option<f64>| s.map_or_else(|| "unbounded".to_string(), format_duration_s);
+    let rows: Vec<Vec<String>> = r
+        .tenants
+        .iter()
+        .map(|t| {
+            vec![
+                t.name.clone(),
+                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
+                t.priority.to_string(),
+                t.flows
+                    .iter()
+                    .map(|f| format!("{} {}", f.name, fmt(f.bound_s)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                fmt(t.bound_s),
+                if t.meets_slo { "yes" } else { "NO" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = format!("{} with {}\n", r.scenario, r.method);
+    out += &render(
+        &["tenant", "SLO", "prio", "flows", "bound", "meets SLO"],
+        &rows,
+    );
+    for t in r.tenants.iter().filter(|t| t.unbounded.is_some()) {
+        out += &format!(
+            "{}: unbounded: {}\n",
+            t.name,
+            t.unbounded.as_deref().unwrap_or("")
+        );
+    }
+    out
+}

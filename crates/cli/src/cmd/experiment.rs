@@ -1,0 +1,206 @@
+//! `tailbound experiment ...`: the papers' experiments, each printing a table (or JSON) and
+//! optionally writing JSON to a file and an SVG figure.
+
+use super::bound::{MethodArg, ThetaArg};
+use super::{print_json, progress, write_svg};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use tailbound_calculus::Method;
+use tailbound_experiments::bounds::{
+    vs_dependent, vs_nines, vs_tenants, BoundsConfig, BoundsExperiment, TenantWorkload,
+};
+use tailbound_model::units::{format_duration_s, parse_rate_bytes_per_s};
+use tailbound_model::Percentile;
+use tailbound_plot::{Chart, Figure, Scale, Series};
+
+#[derive(Debug, Subcommand)]
+pub enum ExperimentCommand {
+    /// snc-meister Fig. 7: bound vs number of tenants sharing two queues
+    BoundsTenants(BoundsTenantsArgs),
+    /// snc-meister Fig. 8: bound vs fraction of tenants that are dependent
+    BoundsDependent(BoundsDependentArgs),
+    /// snc-meister Fig. 13: bound vs number of nines in the SLO percentile
+    BoundsNines(BoundsNinesArgs),
+}
+
+pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
+    match cmd {
+        ExperimentCommand::BoundsTenants(a) => {
+            let cfg = a.common.config()?;
+            let counts: Vec<usize> = match a.tenants {
+                Some(list) => list,
+                None => std::iter::once(1)
+                    .chain((a.step..=a.max_tenants).step_by(a.step.max(1)))
+                    .collect(),
+            };
+            let bar = progress(counts.len() as u64, a.common.json, "bounds");
+            let exp = vs_tenants(&cfg, &counts, || bar.inc(1))?;
+            bar.finish_and_clear();
+            a.common.emit(&exp)
+        }
+        ExperimentCommand::BoundsDependent(a) => {
+            let cfg = a.common.config()?;
+            let bar = progress(a.tenants as u64 + 1, a.common.json, "bounds");
+            let exp = vs_dependent(&cfg, a.tenants, || bar.inc(1))?;
+            bar.finish_and_clear();
+            a.common.emit(&exp)
+        }
+        ExperimentCommand::BoundsNines(a) => {
+            let mut cfg = a.common.config()?;
+            // DNC bounds hold at every percentile: it is the flat reference line.
+            if !cfg.methods.contains(&Method::Dnc) {
+                cfg.methods.push(Method::Dnc);
+            }
+            let nines: Vec<u32> = (1..=a.max_nines).collect();
+            let bar = progress(nines.len() as u64, a.common.json, "bounds");
+            let exp = vs_nines(&cfg, a.tenants, &nines, || bar.inc(1))?;
+            bar.finish_and_clear();
+            a.common.emit(&exp)
+        }
+    }
+}
+
+/// Settings every bounds experiment takes.
+#[derive(Debug, Args)]
+pub struct BoundsCommon {
+    /// rate of both queues
+    #[arg(long, default_value = "1Gbit")]
+    pub link: String,
+    /// seed of the synthetic tenants
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// SLO percentile
+    #[arg(long, default_value_t = 99.9)]
+    pub percentile: f64,
+    /// analyses to compare, comma-separated
+    #[arg(long, value_enum, value_delimiter = ',',
+          default_values_t = [MethodArg::Dnc, MethodArg::SncHop, MethodArg::SncConv, MethodArg::SncMeister])]
+    pub methods: Vec<MethodArg>,
+    /// θ search of the SNC bounds
+    #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]
+    pub theta: ThetaArg,
+    /// print JSON on stdout instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// also write the JSON result to this file
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// draw the figure to this SVG file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+impl BoundsCommon {
+    fn config(&self) -> anyhow::Result<BoundsConfig> {
+        Ok(BoundsConfig {
+            workload: TenantWorkload::default(),
+            link_bytes_per_s: parse_rate_bytes_per_s(&self.link)?,
+            seed: self.seed,
+            percentile: Percentile::new(self.percentile)?,
+            methods: self.methods.iter().map(|&m| m.into()).collect(),
+            theta: self.theta.into(),
+        })
+    }
+
+    fn emit(&self, exp: &BoundsExperiment) -> anyhow::Result<Outcome> {
+        if let Some(path) = &self.out {
+            let json = serde_json::to_string_pretty(exp)?;
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        if let Some(path) = &self.svg {
+            write_svg(path, &figure(exp))?;
+        }
+        if self.json {
+            print_json(exp)?;
+        } else {
+            print!("{}", table(exp));
+        }
+        Ok(Outcome::Ok)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BoundsTenantsArgs {
+    #[command(flatten)]
+    pub common: BoundsCommon,
+    /// tenant counts to evaluate, comma-separated (default: 1 and every --step up to
+    /// --max-tenants)
+    #[arg(long, value_delimiter = ',')]
+    pub tenants: Option<Vec<usize>>,
+    #[arg(long, default_value_t = 30)]
+    pub max_tenants: usize,
+    #[arg(long, default_value_t = 5)]
+    pub step: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct BoundsDependentArgs {
+    #[command(flatten)]
+    pub common: BoundsCommon,
+    /// identical tenants sharing the queues (the paper: 7)
+    #[arg(long, default_value_t = 7)]
+    pub tenants: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct BoundsNinesArgs {
+    #[command(flatten)]
+    pub common: BoundsCommon,
+    /// identical tenants sharing the queues
+    #[arg(long, default_value_t = 10)]
+    pub tenants: usize,
+    /// largest number of nines (the paper goes to about thirty)
+    #[arg(long, default_value_t = 30)]
+    pub max_nines: u32,
+}
+
+fn methods(exp: &BoundsExperiment) -> Vec<String> {
+    exp.methods.iter().map(|m| m.as_str().to_string()).collect()
+}
+
+fn table(exp: &BoundsExperiment) -> String {
+    let names = methods(exp);
+    let mut headers = vec![exp.x_label.as_str()];
+    headers.extend(names.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = exp
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![format!("{}", (r.x * 1000.0).round() / 1000.0)];
+            row.extend(names.iter().map(|m| {
+                r.bound_s
+                    .get(m)
+                    .copied()
+                    .flatten()
+                    .map_or_else(|| "unbounded".into(), format_duration_s)
+            }));
+            row
+        })
+        .collect();
+    render(&headers, &rows)
+}
+
+fn figure(exp: &BoundsExperiment) -> Figure {
+    let title = match exp.experiment.as_str() {
+        "tenants" => "latency bound vs tenants (snc-meister Fig. 7)",
+        "dependent" => "latency bound vs dependent tenants (snc-meister Fig. 8)",
+        _ => "latency bound vs nines of the percentile (snc-meister Fig. 13)",
+    };
+    let mut chart = Chart::new(title)
+        .x_label(exp.x_label.clone())
+        .y_label("latency bound [ms]")
+        .y_scale(Scale::Log);
+    for m in methods(exp) {
+        let pts = exp
+            .rows
+            .iter()
+            .filter_map(|r| r.bound_s.get(&m).copied().flatten().map(|s| (r.x, s * 1e3)))
+            .collect();
+        chart = chart.series(Series::line(m, pts));
+    }
+    Figure::new(vec![chart])
+}

@@ -1,0 +1,3 @@
+//! The papers' orderings, asserted on the experiments' own data.
+
+mod bounds;

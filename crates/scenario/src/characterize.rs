@@ -1,0 +1,24 @@
+//! Characterizing one flow from the requests at hand: an MMPP fit and the exact arrival curve
+//! of its work, both with `tailbound-curves`. Shared by the own format and SNC-Meister
+//! topologies.
+
+use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind};
+use tailbound_curves::rb::{arrival_curve, work_series};
+use tailbound_curves::WorkFunction;
+use tailbound_model::{ArrivalCurve, Mmpp, Request};
+
+/// MMPP (default fit options but `sizes`) and exact arrival curve of `requests` under `work`.
+pub(crate) fn characterize(
+    requests: &[Request],
+    work: &dyn WorkFunction,
+    sizes: SizeKind,
+) -> Result<(Mmpp, ArrivalCurve), String> {
+    let opts = MmppFitOptions {
+        sizes,
+        ..MmppFitOptions::default()
+    };
+    let mmpp = fit_mmpp(requests, work, &opts).map_err(|e| format!("mmpp fit failed: {e}"))?;
+    let series = work_series(requests, work).map_err(|e| format!("work series failed: {e}"))?;
+    let arrival = arrival_curve(&series).map_err(|e| format!("arrival curve failed: {e}"))?;
+    Ok((mmpp, arrival))
+}
