@@ -52,6 +52,9 @@ pub enum Command {
     /// Reproduce the papers' experiments (JSON and SVG output)
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
+    /// Measure RTT distributions of TCP and UDP exchanges (the tail-latency study)
+    #[command(subcommand)]
+    Probe(cmd::probe::ProbeCommand),
 }
 
 /// Runs one parsed command.
@@ -62,6 +65,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Curve(c) => cmd::curve::run(c),
         Command::Bound(a) => cmd::bound::run(a),
         Command::Experiment(c) => cmd::experiment::run(c),
+        Command::Probe(c) => cmd::probe::run(c),
     }
 }
 

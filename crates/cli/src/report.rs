@@ -4,6 +4,7 @@
 //! deserialize exactly what a user sees. Field names carry their units.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use tailbound_model::{Mmpp, Stage};
 use tailbound_trace::TraceStats;
 
@@ -90,8 +91,6 @@ pub struct EffBwReport {
 /// `tailbound demo --json`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DemoReport {
-    pub seed: u64,
-    pub duration_s: f64,
     pub tenants: Vec<DemoTenant>,
 }
 
@@ -100,32 +99,29 @@ pub struct DemoTenant {
     pub name: String,
     /// the generator model, as a readable description
     pub model: String,
-    /// tail-latency target used for the effective bandwidth [s]
+    /// latency target [s]
     pub slo_s: f64,
     pub percentile: f64,
-    /// requests in the characterized (first) half
-    pub requests: usize,
-    pub mean_requests_per_s: Option<f64>,
-    /// peak-to-mean request rate at 100 ms windows
-    pub peak_to_mean_100ms: Option<f64>,
-    pub stages: Vec<DemoStage>,
+    pub group: Option<String>,
+    pub flows: Vec<DemoFlow>,
+    /// the tenant's bound per method [s]; null when unbounded
+    pub bound_s: BTreeMap<String, Option<f64>>,
+    pub meets_slo: BTreeMap<String, bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DemoStage {
-    pub stage: Stage,
-    pub unit: String,
-    /// mean work rate [unit/s]
+pub struct DemoFlow {
+    pub name: String,
+    /// queues crossed
+    pub path: Vec<String>,
+    /// mean work rate [work/s]
     pub mean_rate: Option<f64>,
-    /// pieces of the exact arrival curve
-    pub arrival_pieces: usize,
-    /// the largest work arriving at one instant, α(0) [unit]
+    /// the largest work arriving at one instant, α(0) [work]
     pub burst: f64,
-    /// least bucket at twice the mean rate [unit]
-    pub burst_at_2x_mean: Option<f64>,
-    /// effective bandwidth for the tenant's SLO [unit/s]
+    /// effective bandwidth for the tenant's SLO [work/s]
     pub effective_bw: f64,
-    /// MMPP states fitted
+    /// exact r-b curve `[rate, burst]`
+    pub rb: Vec<[f64; 2]>,
     pub mmpp_states: usize,
 }
 

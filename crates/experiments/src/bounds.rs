@@ -93,9 +93,12 @@ pub fn tenants(
     (0..count)
         .map(|i| {
             let trace = generate(&spec, seed.wrapping_add(i as u64))?;
+            let exact = arrival_curve(&work_series(&trace.requests, &work)?)?;
+            let [span_s, total] = exact.vertices()[exact.vertices().len() - 1];
             Ok(FlowModels {
                 mmpp: fit_mmpp(&trace.requests, &work, &MmppFitOptions::default())?,
-                arrival: arrival_curve(&work_series(&trace.requests, &work)?)?,
+                // continued at the mean rate, as the scenario builder does
+                arrival: exact.sustained(total / span_s),
             })
         })
         .collect()

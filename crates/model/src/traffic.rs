@@ -232,6 +232,28 @@ impl ArrivalCurve {
         interpolate(&self.vertices, t.max(0.0), self.tail_rate)
     }
 
+    /// The curve restricted to token buckets of rate ≥ `rate` [work/s]: α unchanged while its
+    /// slope is at least `rate`, then a straight line of slope `rate` (the tangent of that
+    /// slope). An exact curve from a finite trace ends flat at the trace's total work; for a
+    /// decision about a stationary tenant only rates at or above its mean make sense (below it
+    /// the needed bucket grows with the trace's length), so characterization hands the
+    /// calculus `exact.sustained(mean rate)`. Never below `self`; `self` when `rate` is at
+    /// most the current tail rate. Non-finite or negative rates leave the curve unchanged.
+    pub fn sustained(&self, rate: f64) -> ArrivalCurve {
+        if !(rate.is_finite() && rate > self.tail_rate) {
+            return self.clone();
+        }
+        let v = &self.vertices;
+        // the first vertex after which the slope falls below `rate`
+        let k = (0..v.len())
+            .find(|&k| k + 1 == v.len() || slope(v[k], v[k + 1]) < rate)
+            .unwrap_or(v.len() - 1);
+        ArrivalCurve {
+            vertices: v[..=k].to_vec(),
+            tail_rate: rate,
+        }
+    }
+
     /// The burst α(0) [work].
     pub fn burst(&self) -> f64 {
         self.vertices[0][1]
@@ -483,6 +505,24 @@ mod tests {
             ArrivalCurve::new(vec![[0.0, 1.0]], -1.0),
             Err(CurveError::TailRate(-1.0))
         );
+    }
+
+    #[test]
+    fn sustained_curve_continues_at_the_given_rate() {
+        // exact curve of a finite trace: slopes 10, 2, then flat at 14
+        let a = ArrivalCurve::new(vec![[0.0, 2.0], [1.0, 12.0], [2.0, 14.0]], 0.0).unwrap();
+        let s = a.sustained(5.0);
+        assert_eq!(s.vertices(), &[[0.0, 2.0], [1.0, 12.0]]);
+        assert_eq!(s.tail_rate(), 5.0);
+        for t in [0.0, 0.5, 1.0, 1.5, 2.0, 10.0] {
+            assert!(s.at(t) >= a.at(t));
+        }
+        assert_eq!(s.at(3.0), 22.0);
+        assert!(ArrivalCurve::new(s.vertices().to_vec(), s.tail_rate()).is_ok());
+        // a rate above every slope keeps only the burst
+        assert_eq!(a.sustained(50.0).vertices(), &[[0.0, 2.0]]);
+        // at or below the tail rate nothing changes
+        assert_eq!(s.sustained(1.0), s);
     }
 
     #[test]

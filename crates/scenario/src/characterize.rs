@@ -1,13 +1,17 @@
-//! Characterizing one flow from the requests at hand: an MMPP fit and the exact arrival curve
-//! of its work, both with `tailbound-curves`. Shared by the own format and SNC-Meister
-//! topologies.
+//! Characterizing one flow from the requests at hand: an MMPP fit and the arrival curve of its
+//! work, both with `tailbound-curves`. Shared by the own format and SNC-Meister topologies.
+//!
+//! The arrival curve is the exact one of the characterized part, continued at the part's mean
+//! work rate (`ArrivalCurve::sustained`): an exact curve of a finite trace ends flat, which
+//! would let a deterministic analysis treat an overloaded queue as stable.
 
 use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind};
 use tailbound_curves::rb::{arrival_curve, work_series};
 use tailbound_curves::WorkFunction;
 use tailbound_model::{ArrivalCurve, Mmpp, Request};
 
-/// MMPP (default fit options but `sizes`) and exact arrival curve of `requests` under `work`.
+/// MMPP (default fit options but `sizes`) and sustained arrival curve of `requests` under
+/// `work`.
 pub(crate) fn characterize(
     requests: &[Request],
     work: &dyn WorkFunction,
@@ -19,6 +23,12 @@ pub(crate) fn characterize(
     };
     let mmpp = fit_mmpp(requests, work, &opts).map_err(|e| format!("mmpp fit failed: {e}"))?;
     let series = work_series(requests, work).map_err(|e| format!("work series failed: {e}"))?;
-    let arrival = arrival_curve(&series).map_err(|e| format!("arrival curve failed: {e}"))?;
+    let exact = arrival_curve(&series).map_err(|e| format!("arrival curve failed: {e}"))?;
+    let [span_s, total] = exact.vertices()[exact.vertices().len() - 1];
+    let arrival = if span_s > 0.0 {
+        exact.sustained(total / span_s)
+    } else {
+        exact
+    };
     Ok((mmpp, arrival))
 }

@@ -5,6 +5,7 @@ pub mod bound;
 pub mod curve;
 pub mod demo;
 pub mod experiment;
+pub mod probe;
 pub mod trace;
 
 use anyhow::Context;

@@ -2,19 +2,35 @@ use crate::common::json;
 use tailbound_cli::report::DemoReport;
 
 #[test]
-fn demo_characterizes_every_tenant_at_every_stage_deterministically() {
-    let a: DemoReport = json(&["demo", "--duration", "40s", "--json"]);
-    let b: DemoReport = json(&["demo", "--duration", "40s", "--json"]);
+fn demo_characterizes_and_bounds_every_tenant_deterministically() {
+    let a: DemoReport = json(&["demo", "--json"]);
+    let b: DemoReport = json(&["demo", "--json"]);
     assert_eq!(a, b, "the demo is seeded");
-    assert!(a.tenants.len() >= 4);
+    assert_eq!(a.tenants.len(), 6);
     for t in &a.tenants {
-        assert_eq!(t.stages.len(), 3, "{}", t.name);
-        for s in &t.stages {
-            let mean = s.mean_rate.expect("demo tenants span time");
-            assert!(s.effective_bw.is_finite() && s.effective_bw >= mean * 0.999);
-            assert!(s.burst > 0.0 && s.arrival_pieces >= 1 && s.mmpp_states >= 1);
+        assert!(t.flows.len() >= 2, "{}", t.name);
+        for f in &t.flows {
+            let mean = f.mean_rate.expect("demo flows span time");
+            assert!(f.effective_bw.is_finite() && f.effective_bw >= mean * 0.999);
+            assert!(f.burst > 0.0 && !f.rb.is_empty() && f.mmpp_states >= 1);
         }
+        let snc = t.bound_s["snc-meister"];
+        let dnc = t.bound_s["dnc"];
+        // at the SLO percentile, the stochastic bound is below the worst case
+        if let (Some(s), Some(d)) = (snc, dnc) {
+            assert!(s <= d, "{}: SNC {s} > DNC {d}", t.name);
+        }
+        assert_eq!(t.meets_slo["snc-meister"], snc.is_some_and(|s| s <= t.slo_s));
     }
-    let c: DemoReport = json(&["demo", "--duration", "40s", "--seed", "2", "--json"]);
-    assert_ne!(a, c);
+    assert!(
+        a.tenants.iter().any(|t| t.meets_slo["snc-meister"] && !t.meets_slo["dnc"]),
+        "the demo shows a tenant that SNC admits and DNC would not"
+    );
+}
+
+#[test]
+fn demo_prints_its_scenario() {
+    let out = crate::common::tailbound(&["demo", "--print-scenario"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[[tenants]]"));
 }

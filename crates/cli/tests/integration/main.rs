@@ -7,4 +7,5 @@ mod curve;
 mod demo;
 mod errors;
 mod experiment;
+mod probe;
 mod trace;
