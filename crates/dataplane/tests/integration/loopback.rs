@@ -1,0 +1,138 @@
+//! Every protocol × I/O mode × load over 127.0.0.1.
+
+use std::sync::Arc;
+use tailbound_dataplane::probe::server::{Server, ServerConfig};
+use tailbound_dataplane::probe::{
+    run_probe, Control, Hosts, IoMode, Load, ProbeSpec, Protocol, RunOptions,
+};
+use tailbound_dataplane::ProbeError;
+
+fn spec(protocol: Protocol, io: IoMode, load: Load) -> ProbeSpec {
+    ProbeSpec {
+        protocol,
+        io,
+        size_bytes: 1024,
+        pairs: 2,
+        count: 300,
+        warmup: 20,
+        load,
+    }
+}
+
+#[test]
+fn every_protocol_io_mode_and_load_measures_every_exchange() {
+    for protocol in [Protocol::Tcp, Protocol::Udp] {
+        for io in [IoMode::Blocking, IoMode::Nonblocking] {
+            for load in [
+                Load::ClosedLoop,
+                Load::OpenLoop {
+                    rate_per_s: 20_000.0,
+                },
+            ] {
+                let s = spec(protocol, io, load);
+                let ctl = Arc::new(Control::new());
+                let r = run_probe(&s, &Hosts::Loopback, &RunOptions::default(), &ctl)
+                    .unwrap_or_else(|e| panic!("{}: {e}", s.label()));
+                assert_eq!(r.sent, 300, "{}", s.label());
+                assert_eq!(r.rtt.count + r.lost, 300, "{}", s.label());
+                assert!(r.lost <= 3, "{}: lost {}", s.label(), r.lost);
+                assert_eq!(ctl.done(), 320 - r.lost, "{}", s.label());
+                let q = &r.rtt;
+                assert!(
+                    q.min_us > 0.0 && q.min_us <= q.p50_us,
+                    "{}: {q:?}",
+                    s.label()
+                );
+                assert!(q.p50_us <= q.p90_us && q.p90_us <= q.p99_us);
+                assert!(q.p99_us <= q.p99_9_us && q.p99_9_us <= q.p99_99_us);
+                assert!(q.p99_99_us <= q.max_us && q.max_over_median >= 1.0);
+                assert_eq!(r.cdf.last().map(|p| p.fraction), Some(1.0));
+            }
+        }
+    }
+}
+
+#[test]
+fn sizes_from_64_bytes_to_512_kib_over_tcp_and_to_the_datagram_limit_over_udp() {
+    for (protocol, size) in [
+        (Protocol::Tcp, 64),
+        (Protocol::Tcp, 512 << 10),
+        (Protocol::Udp, 65_507),
+    ] {
+        let s = ProbeSpec {
+            size_bytes: size,
+            pairs: 1,
+            count: 20,
+            warmup: 0,
+            ..spec(protocol, IoMode::Blocking, Load::ClosedLoop)
+        };
+        let ctl = Arc::new(Control::new());
+        let r = run_probe(&s, &Hosts::Loopback, &RunOptions::default(), &ctl).unwrap();
+        assert_eq!(r.rtt.count + r.lost, 20, "{}", s.label());
+    }
+}
+
+#[test]
+fn a_port_in_use_is_a_clear_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let err = Server::start(&ServerConfig {
+        bind: addr,
+        protocols: vec![Protocol::Tcp],
+        io: IoMode::Blocking,
+        threads: 1,
+        netns: None,
+        cpus: vec![],
+    })
+    .unwrap_err();
+    assert!(matches!(err, ProbeError::PortInUse { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&addr.port().to_string()) && msg.contains("already in use"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_missing_server_is_a_connect_error_not_a_hang() {
+    // Bind and drop to find a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let s = spec(Protocol::Tcp, IoMode::Blocking, Load::ClosedLoop);
+    let err = tailbound_dataplane::probe::client::run(
+        &s,
+        &tailbound_dataplane::probe::client::ClientConfig {
+            server: port,
+            netns: None,
+            cpus: vec![],
+            timeout_s: 1.0,
+        },
+        &Arc::new(Control::new()),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cannot connect"), "{err}");
+}
+
+#[test]
+fn a_stop_request_ends_the_run_with_interrupted() {
+    let s = ProbeSpec {
+        count: 10_000_000,
+        ..spec(Protocol::Tcp, IoMode::Blocking, Load::ClosedLoop)
+    };
+    let ctl = Arc::new(Control::new());
+    let watcher = {
+        let ctl = Arc::clone(&ctl);
+        std::thread::spawn(move || {
+            // Stop once exchanges are flowing (bounded by the test harness's own patience).
+            while ctl.done() < 100 {
+                std::thread::yield_now();
+            }
+            ctl.stop();
+        })
+    };
+    let err = run_probe(&s, &Hosts::Loopback, &RunOptions::default(), &ctl).unwrap_err();
+    watcher.join().unwrap();
+    assert!(matches!(err, ProbeError::Interrupted), "{err:?}");
+}

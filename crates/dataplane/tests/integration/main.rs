@@ -1,0 +1,4 @@
+//! Real exchanges over loopback and between network namespaces, with small counts.
+
+mod loopback;
+mod netns;
