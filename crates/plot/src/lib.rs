@@ -34,6 +34,9 @@ pub enum Style {
     Step,
     /// markers only
     Points,
+    /// measurements: markers joined by straight segments on screen (nothing is claimed
+    /// between samples, so no interpolation in data space)
+    Samples,
 }
 
 /// One named data series.
@@ -61,6 +64,12 @@ impl Series {
     pub fn points(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
         Series {
             style: Style::Points,
+            ..Series::line(name, points)
+        }
+    }
+    pub fn samples(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            style: Style::Samples,
             ..Series::line(name, points)
         }
     }
@@ -227,13 +236,16 @@ impl Axis {
             }
             Scale::Log => {
                 let (a, b) = (
-                    self.lo.log10().ceil() as i32,
-                    self.hi.log10().floor() as i32,
+                    self.lo.log10().floor() as i32,
+                    self.hi.log10().ceil() as i32,
                 );
+                // narrow ranges get 1-2-5 ticks so that at least a few labels show
+                let mantissas: &[f64] = if b - a <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
                 let stride = ((b - a) / 8 + 1).max(1);
                 (a..=b)
                     .step_by(stride as usize)
-                    .map(|e| 10f64.powi(e))
+                    .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+                    .filter(|&v| v >= self.lo * (1.0 - 1e-9) && v <= self.hi * (1.0 + 1e-9))
                     .collect()
             }
         }
@@ -478,7 +490,15 @@ fn render_chart(
                     );
                 }
             }
-            Style::Line | Style::Step => {
+            Style::Line | Style::Step | Style::Samples => {
+                if s.style == Style::Samples {
+                    for &(x, y) in &xy {
+                        let _ = writeln!(
+                            out,
+                            r#"<circle cx="{x:.2}" cy="{y:.2}" r="2.5" fill="{color}"/>"#
+                        );
+                    }
+                }
                 let mut d = String::with_capacity(xy.len() * 16);
                 for (k, (x, y)) in xy.iter().enumerate() {
                     let _ = write!(d, "{}{x:.2},{y:.2}", if k == 0 { "M" } else { " L" });
@@ -563,6 +583,19 @@ mod tests {
     }
 
     #[test]
+    fn samples_are_markers_joined_straight() {
+        let c = Chart::new("s").x_scale(Scale::Log).series(Series::samples(
+            "m",
+            vec![(1.0, 1.0), (100.0, 2.0), (1e4, 3.0)],
+        ));
+        let svg = Figure::new(vec![c]).to_svg().unwrap();
+        assert_eq!(svg.matches("<circle").count(), 3);
+        // three points, no interpolated ones: M + 2 L
+        let path = svg.lines().find(|l| l.starts_with("<path")).unwrap();
+        assert_eq!(path.matches(" L").count(), 2, "{path}");
+    }
+
+    #[test]
     fn lines_on_log_axes_follow_linear_interpolation() {
         let pts = densify(&[(1.0, 1.0), (3.0, 5.0)], 4);
         assert_eq!(
@@ -588,6 +621,13 @@ mod tests {
             ..a
         };
         assert_eq!(l.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
+        let narrow = Axis {
+            scale: Scale::Log,
+            lo: 12.0,
+            hi: 60.0,
+            ..a
+        };
+        assert_eq!(narrow.ticks(), vec![20.0, 50.0]);
         assert_eq!(format_tick(125e6), "125M");
         assert_eq!(format_tick(0.25), "0.25");
         assert_eq!(format_tick(2e-5), "2e-5");

@@ -65,7 +65,11 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
             let mean = arrival.tail_rate();
             flows.push(DemoFlow {
                 name: flow.name.clone(),
-                path: flow.path.iter().map(|&q| net.queues[q].name.clone()).collect(),
+                path: flow
+                    .path
+                    .iter()
+                    .map(|&q| net.queues[q].name.clone())
+                    .collect(),
                 mean_rate: (mean > 0.0).then_some(mean),
                 burst: arrival.burst(),
                 effective_bw: effective_bandwidth(&arrival.to_rb(), t.slo.latency_s)?,
@@ -147,7 +151,15 @@ fn summary(r: &DemoReport) -> String {
         })
         .collect();
     s += &render(
-        &["tenant", "arrivals", "SLO", "SNC-Meister", "meets", "DNC", "meets"],
+        &[
+            "tenant",
+            "arrivals",
+            "SLO",
+            "SNC-Meister",
+            "meets",
+            "DNC",
+            "meets",
+        ],
         &rows,
     );
     s += "\nper flow (work: bytes on network queues, busy-seconds on the SSD):\n";

@@ -200,7 +200,7 @@ fn figure(exp: &BoundsExperiment) -> Figure {
             .iter()
             .filter_map(|r| r.bound_s.get(&m).copied().flatten().map(|s| (r.x, s * 1e3)))
             .collect();
-        chart = chart.series(Series::line(m, pts));
+        chart = chart.series(Series::samples(m, pts));
     }
     Figure::new(vec![chart])
 }

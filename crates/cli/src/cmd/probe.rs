@@ -633,8 +633,8 @@ fn sweep_figure(report: &SweepReport) -> Figure {
                     .collect::<Vec<_>>()
             };
             by_size = by_size
-                .series(Series::line(format!("p50 {io}"), line(|r| r.rtt.p50_us)))
-                .series(Series::line(
+                .series(Series::samples(format!("p50 {io}"), line(|r| r.rtt.p50_us)))
+                .series(Series::samples(
                     format!("p99.9 {io}"),
                     line(|r| r.rtt.p99_9_us),
                 ))
@@ -654,7 +654,7 @@ fn sweep_figure(report: &SweepReport) -> Figure {
                 .map(|r| (r.spec.size_bytes as f64, r.rtt.p99_9_us))
                 .collect();
             if !pts.is_empty() {
-                by_pairs = by_pairs.series(Series::line(format!("{n} pairs"), pts));
+                by_pairs = by_pairs.series(Series::samples(format!("{n} pairs"), pts));
             }
         }
         charts.push(by_pairs);
