@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use tailbound_model::{Network, NetworkError, Percentile, Slo};
 
 /// Which analysis computes the bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// SNC with SNC-Meister's network analysis (§4.1 key ideas 1 and 2, §4.2 dependencies)

@@ -33,7 +33,10 @@ fn sample_config_reproduces_the_original_within_one_percent() {
                     "{name}: ours {ours} vs golden {golden}"
                 ),
                 // a better θ search may only tighten it
-                _ => assert!(ours <= golden * 1.01, "{name}: ours {ours} vs golden {golden}"),
+                _ => assert!(
+                    ours <= golden * 1.01,
+                    "{name}: ours {ours} vs golden {golden}"
+                ),
             }
             assert!(t.meets_slo, "{name} meets its SLO in the original");
             assert_eq!(t.flows.len(), 2);

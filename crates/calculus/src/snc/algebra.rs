@@ -1,0 +1,707 @@
+//! The SNC algebra: arrival and service processes as (ρ(θ), σ(θ)) MGF bounds and the operators
+//! of snc-meister Table 1, with Hölder's inequality for dependent inputs (§4.2).
+//!
+//! Discrete time with the analysis' step: ρ in [work/step], σ in [work], θ in [1/work].
+//! An arrival A satisfies E[e^{θA(m,n)}] ≤ e^{θ(ρ_A(θ)(n−m) + σ_A(θ))}; a service S satisfies
+//! E[e^{−θS(m,n)}] ≤ e^{θ(ρ_S(θ)(n−m) + σ_S(θ))} (so ρ_S < 0 for a useful server).
+//!
+//! | operator | ρ | σ |
+//! |---|---|---|
+//! | link of rate R | −R | 0 |
+//! | aggregate A ⊕ B | ρ_A(pθ) + ρ_B(qθ) | σ_A(pθ) + σ_B(qθ) |
+//! | leftover S ⊖ A | ρ_A(pθ) + ρ_S(qθ) | σ_A + σ_S |
+//! | output A ⊘ S | ρ_A(pθ) | σ_A + σ_S − ln(1 − e^{θ(ρ_A(pθ)+ρ_S(qθ))})/θ |
+//! | convolution S ⊗ T | max(ρ_S(pθ), ρ_T(qθ)) | σ_S + σ_T − ln(1 − e^{−θ\|ρ_S−ρ_T\|})/θ |
+//!
+//! For independent inputs p = q = 1. Two inputs are dependent when their [`Deps`] intersect
+//! (a common source flow, queue or dependency group); the operator then gets a Hölder slot and
+//! is evaluated with 1/p + 1/q = 1, p read from the slot at evaluation time ([`Eval`]). Slots
+//! are numbered by the [`Algebra`] that built the operator; the θ search optimises each slot's
+//! p (see `search`).
+//!
+//! The output operator needs ρ_A + ρ_S < 0 (stable queue) and is undefined otherwise; every
+//! operator is undefined (`None`) where an input is.
+//!
+//! Equal rates in the convolution: the geometric-sum term is infinite for ρ_S = ρ_T and huge
+//! when they are close (a link convolved with the same link minus a trickle of cross traffic
+//! would be far worse than with no cross traffic at all). Under [`ConvolutionRule::Exact`]
+//! (the default):
+//! * two deterministic constant-rate servers (links, tandems of links) convolve exactly, as in
+//!   min-plus algebra: ρ = max(ρ_S, ρ_T), σ = 0, whatever the rates;
+//! * otherwise the gap used is at least δ = 1% of the faster rate: when |ρ_S − ρ_T| < δ the
+//!   slower server is slowed further, to ρ_max + (δ − |ρ_S − ρ_T|), and the sum term uses δ.
+//!   Raising ρ of a service only removes service, so this is valid; it makes the operator
+//!   monotone in its inputs and continuous at equal rates.
+//!
+//! [`ConvolutionRule::Original`] is SNC-Meister's: exactly equal rates weaken ρ_S to 0.99·ρ_S,
+//! close-but-unequal rates use their gap as is, deterministic servers get no special case.
+
+use super::mmpp::MmppBound;
+use std::sync::Arc;
+
+/// The set of independent sources a process derives from: flows, queues, dependency groups.
+/// Ids are chosen by the caller (the network analysis numbers flows, then queues, then groups).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Deps {
+    words: Vec<u64>,
+}
+
+impl Deps {
+    /// The empty set.
+    pub fn none() -> Deps {
+        Deps::default()
+    }
+
+    /// A set with one source.
+    pub fn single(id: usize) -> Deps {
+        let mut d = Deps::default();
+        d.insert(id);
+        d
+    }
+
+    pub fn insert(&mut self, id: usize) {
+        let w = id / 64;
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (id % 64);
+    }
+
+    pub fn contains(&self, id: usize) -> bool {
+        self.words
+            .get(id / 64)
+            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+
+    pub fn union(&self, other: &Deps) -> Deps {
+        let (long, short) = if self.words.len() >= other.words.len() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        let mut words = long.words.clone();
+        for (w, o) in words.iter_mut().zip(&short.words) {
+            *w |= o;
+        }
+        Deps { words }
+    }
+
+    pub fn intersects(&self, other: &Deps) -> bool {
+        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+    }
+}
+
+/// A (ρ, σ) pair at one θ: ρ [work/step], σ [work].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RhoSigma {
+    pub rho: f64,
+    pub sigma: f64,
+}
+
+/// How the convolution treats equal rates (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConvolutionRule {
+    /// exact for deterministic servers, 1% perturbation otherwise
+    #[default]
+    Exact,
+    /// SNC-Meister's: 1% perturbation whenever the rates are equal
+    Original,
+}
+
+/// Evaluation settings: the Hölder p of every slot (missing slots use p = 2) and the
+/// convolution rule.
+#[derive(Debug, Clone, Copy)]
+pub struct Eval<'a> {
+    pub hoelder: &'a [f64],
+    pub convolution: ConvolutionRule,
+}
+
+impl Eval<'_> {
+    /// Independent evaluation with the exact convolution rule.
+    pub const PLAIN: Eval<'static> = Eval {
+        hoelder: &[],
+        convolution: ConvolutionRule::Exact,
+    };
+
+    /// (p, q) of a slot; (1, 1) for an independent operator.
+    fn pq(&self, slot: Option<usize>) -> (f64, f64) {
+        match slot {
+            None => (1.0, 1.0),
+            Some(s) => {
+                let p = self.hoelder.get(s).copied().unwrap_or(2.0);
+                (p, p / (p - 1.0))
+            }
+        }
+    }
+}
+
+/// An arrival process bound. Cheap to clone (shared).
+#[derive(Debug, Clone)]
+pub struct Arrival(Arc<ArrivalNode>);
+
+#[derive(Debug)]
+struct ArrivalNode {
+    kind: ArrivalKind,
+    deps: Deps,
+}
+
+#[derive(Debug)]
+enum ArrivalKind {
+    Mmpp(MmppBound),
+    /// mutually independent arrivals added up (an n-ary ⊕ without Hölder)
+    Sum(Vec<Arrival>),
+    Aggregate(Arrival, Arrival, Option<usize>),
+    Output(Arrival, Service, Option<usize>),
+}
+
+/// A service process bound. Cheap to clone (shared).
+#[derive(Debug, Clone)]
+pub struct Service(Arc<ServiceNode>);
+
+#[derive(Debug)]
+struct ServiceNode {
+    kind: ServiceKind,
+    deps: Deps,
+    /// a constant-rate server or a tandem of them (σ = 0, ρ constant)
+    deterministic: bool,
+}
+
+#[derive(Debug)]
+enum ServiceKind {
+    /// rate [work/step] > 0
+    Constant(f64),
+    Leftover(Service, Arrival, Option<usize>),
+    Convolution(Service, Service, Option<usize>),
+}
+
+fn geometric_sigma(theta: f64, x: f64) -> f64 {
+    // −ln(1 − e^{θx})/θ for x < 0
+    -(-(theta * x).exp_m1()).ln() / theta
+}
+
+impl Arrival {
+    /// The sources this arrival derives from.
+    pub fn deps(&self) -> &Deps {
+        &self.0.deps
+    }
+
+    /// (ρ, σ) at θ, or `None` outside the domain.
+    pub fn bound(&self, theta: f64, ev: &Eval) -> Option<RhoSigma> {
+        match &self.0.kind {
+            ArrivalKind::Mmpp(m) => Some(RhoSigma {
+                rho: m.rho(theta)?,
+                sigma: 0.0,
+            }),
+            ArrivalKind::Sum(parts) => {
+                let mut acc = RhoSigma {
+                    rho: 0.0,
+                    sigma: 0.0,
+                };
+                for a in parts {
+                    let b = a.bound(theta, ev)?;
+                    acc.rho += b.rho;
+                    acc.sigma += b.sigma;
+                }
+                Some(acc)
+            }
+            ArrivalKind::Aggregate(a, b, slot) => {
+                let (p, q) = ev.pq(*slot);
+                let x = a.bound(p * theta, ev)?;
+                let y = b.bound(q * theta, ev)?;
+                Some(RhoSigma {
+                    rho: x.rho + y.rho,
+                    sigma: x.sigma + y.sigma,
+                })
+            }
+            ArrivalKind::Output(a, s, slot) => {
+                let (p, q) = ev.pq(*slot);
+                let x = a.bound(p * theta, ev)?;
+                let y = s.bound(q * theta, ev)?;
+                let load = x.rho + y.rho;
+                if load.is_nan() || load >= 0.0 {
+                    return None;
+                }
+                let sigma = x.sigma + y.sigma + geometric_sigma(theta, load);
+                sigma.is_finite().then_some(RhoSigma { rho: x.rho, sigma })
+            }
+        }
+    }
+
+    /// Supremum of θ where every MGF below is finite (∞ when unconstrained).
+    pub fn theta_sup(&self, ev: &Eval) -> f64 {
+        match &self.0.kind {
+            ArrivalKind::Mmpp(m) => m.theta_sup(),
+            ArrivalKind::Sum(parts) => parts
+                .iter()
+                .map(|a| a.theta_sup(ev))
+                .fold(f64::INFINITY, f64::min),
+            ArrivalKind::Aggregate(a, b, slot) => {
+                let (p, q) = ev.pq(*slot);
+                (a.theta_sup(ev) / p).min(b.theta_sup(ev) / q)
+            }
+            ArrivalKind::Output(a, s, slot) => {
+                let (p, q) = ev.pq(*slot);
+                (a.theta_sup(ev) / p).min(s.theta_sup(ev) / q)
+            }
+        }
+    }
+
+    fn slots(&self, out: &mut Vec<usize>) {
+        match &self.0.kind {
+            ArrivalKind::Mmpp(_) => {}
+            ArrivalKind::Sum(parts) => parts.iter().for_each(|a| a.slots(out)),
+            ArrivalKind::Aggregate(a, b, slot) => {
+                out.extend(slot);
+                a.slots(out);
+                b.slots(out);
+            }
+            ArrivalKind::Output(a, s, slot) => {
+                out.extend(slot);
+                a.slots(out);
+                s.slots(out);
+            }
+        }
+    }
+}
+
+impl Service {
+    /// The sources this service derives from.
+    pub fn deps(&self) -> &Deps {
+        &self.0.deps
+    }
+
+    /// Whether this is a constant-rate server or a tandem of them.
+    pub fn is_deterministic(&self) -> bool {
+        self.0.deterministic
+    }
+
+    /// (ρ, σ) at θ, or `None` outside the domain.
+    pub fn bound(&self, theta: f64, ev: &Eval) -> Option<RhoSigma> {
+        match &self.0.kind {
+            ServiceKind::Constant(rate) => Some(RhoSigma {
+                rho: -rate,
+                sigma: 0.0,
+            }),
+            ServiceKind::Leftover(s, a, slot) => {
+                let (p, q) = ev.pq(*slot);
+                let x = a.bound(p * theta, ev)?;
+                let y = s.bound(q * theta, ev)?;
+                Some(RhoSigma {
+                    rho: x.rho + y.rho,
+                    sigma: x.sigma + y.sigma,
+                })
+            }
+            ServiceKind::Convolution(s, t, slot) => {
+                if ev.convolution == ConvolutionRule::Exact && self.0.deterministic {
+                    // min-plus convolution of constant-rate servers: the slower rate, no delay
+                    let x = s.bound(theta, ev)?;
+                    let y = t.bound(theta, ev)?;
+                    return Some(RhoSigma {
+                        rho: x.rho.max(y.rho),
+                        sigma: x.sigma + y.sigma,
+                    });
+                }
+                let (p, q) = ev.pq(*slot);
+                let mut x = s.bound(p * theta, ev)?;
+                let y = t.bound(q * theta, ev)?;
+                let (rho, gap) = match ev.convolution {
+                    ConvolutionRule::Original => {
+                        if x.rho == y.rho {
+                            x.rho *= 0.99;
+                        }
+                        (x.rho.max(y.rho), (x.rho - y.rho).abs())
+                    }
+                    ConvolutionRule::Exact => {
+                        // gap of at least 1% of the faster rate, by slowing the slower server
+                        let gap = (x.rho - y.rho).abs();
+                        let floor = 0.01 * x.rho.abs().max(y.rho.abs());
+                        (x.rho.max(y.rho) + (floor - gap).max(0.0), gap.max(floor))
+                    }
+                };
+                let sigma = x.sigma + y.sigma + geometric_sigma(theta, -gap);
+                sigma.is_finite().then_some(RhoSigma { rho, sigma })
+            }
+        }
+    }
+
+    /// Supremum of θ where every MGF below is finite (∞ when unconstrained).
+    pub fn theta_sup(&self, ev: &Eval) -> f64 {
+        match &self.0.kind {
+            ServiceKind::Constant(_) => f64::INFINITY,
+            ServiceKind::Leftover(s, a, slot) => {
+                let (p, q) = ev.pq(*slot);
+                (a.theta_sup(ev) / p).min(s.theta_sup(ev) / q)
+            }
+            ServiceKind::Convolution(s, t, slot) => {
+                let (p, q) = ev.pq(*slot);
+                (s.theta_sup(ev) / p).min(t.theta_sup(ev) / q)
+            }
+        }
+    }
+
+    fn slots(&self, out: &mut Vec<usize>) {
+        match &self.0.kind {
+            ServiceKind::Constant(_) => {}
+            ServiceKind::Leftover(s, a, slot) => {
+                out.extend(slot);
+                s.slots(out);
+                a.slots(out);
+            }
+            ServiceKind::Convolution(s, t, slot) => {
+                out.extend(slot);
+                s.slots(out);
+                t.slots(out);
+            }
+        }
+    }
+}
+
+/// The latency bound of an arrival through a service at violation probability ε
+/// (Table 1, last line): for θ with ρ_A(pθ) + ρ_S(qθ) < 0 and ρ_S < 0,
+///
+/// d(θ) = [ln(ε(1 − e^{θ(ρ_A+ρ_S)}))/θ − (σ_A+σ_S)] / ρ_S  [steps],
+///
+/// a valid bound for every such θ: P(delay > d(θ)) ≤ ε.
+#[derive(Debug, Clone)]
+pub struct LatencyProblem {
+    pub arrival: Arrival,
+    pub service: Service,
+    /// violation probability in (0, 1)
+    pub epsilon: f64,
+    slot: Option<usize>,
+}
+
+impl LatencyProblem {
+    /// d(θ) [steps], or `None` where undefined or unstable.
+    pub fn steps_at(&self, theta: f64, ev: &Eval) -> Option<f64> {
+        if theta.is_nan() || theta <= 0.0 {
+            return None;
+        }
+        let (p, q) = ev.pq(self.slot);
+        let a = self.arrival.bound(p * theta, ev)?;
+        let s = self.service.bound(q * theta, ev)?;
+        if s.rho.is_nan() || s.rho >= 0.0 {
+            return None;
+        }
+        let load = a.rho + s.rho;
+        if load.is_nan() || load >= 0.0 {
+            return None;
+        }
+        let d =
+            ((self.epsilon * -(theta * load).exp_m1()).ln() / theta - (a.sigma + s.sigma)) / s.rho;
+        (d.is_finite() && d >= 0.0).then_some(d)
+    }
+
+    /// Supremum of θ where every MGF in the problem is finite.
+    pub fn theta_sup(&self, ev: &Eval) -> f64 {
+        let (p, q) = ev.pq(self.slot);
+        (self.arrival.theta_sup(ev) / p).min(self.service.theta_sup(ev) / q)
+    }
+
+    /// The Hölder slots in this problem, each once, ascending.
+    pub fn slots(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        out.extend(self.slot);
+        self.arrival.slots(&mut out);
+        self.service.slots(&mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// Builds processes and numbers the Hölder slots of dependent operators. No I/O, no state
+/// beyond the slot counter.
+#[derive(Debug, Default)]
+pub struct Algebra {
+    slots: usize,
+    always_hoelder: bool,
+}
+
+impl Algebra {
+    pub fn new() -> Algebra {
+        Algebra::default()
+    }
+
+    /// Treat every subsequent binary operator as dependent (for checking that Hölder never
+    /// tightens a bound).
+    pub fn always_hoelder(mut self, on: bool) -> Algebra {
+        self.always_hoelder = on;
+        self
+    }
+
+    /// Number of Hölder slots handed out.
+    pub fn slot_count(&self) -> usize {
+        self.slots
+    }
+
+    fn slot(&mut self, a: &Deps, b: &Deps) -> Option<usize> {
+        (self.always_hoelder || a.intersects(b)).then(|| {
+            self.slots += 1;
+            self.slots - 1
+        })
+    }
+
+    /// An MMPP arrival deriving from `deps` (its flow, its dependency group).
+    pub fn mmpp(&self, m: MmppBound, deps: Deps) -> Arrival {
+        Arrival(Arc::new(ArrivalNode {
+            kind: ArrivalKind::Mmpp(m),
+            deps,
+        }))
+    }
+
+    /// A constant-rate server: ρ = −rate, σ = 0; `rate` [work/step] > 0.
+    pub fn constant(&self, rate_per_step: f64, deps: Deps) -> Service {
+        Service(Arc::new(ServiceNode {
+            kind: ServiceKind::Constant(rate_per_step),
+            deps,
+            deterministic: true,
+        }))
+    }
+
+    /// A ⊕ B.
+    pub fn aggregate(&mut self, a: &Arrival, b: &Arrival) -> Arrival {
+        let slot = self.slot(a.deps(), b.deps());
+        Arrival(Arc::new(ArrivalNode {
+            deps: a.deps().union(b.deps()),
+            kind: ArrivalKind::Aggregate(a.clone(), b.clone(), slot),
+        }))
+    }
+
+    /// ⊕ of many arrivals, grouping dependent ones first (§4.2): the arrivals are split into
+    /// connected components of the "dependent" relation; each component is aggregated as a
+    /// balanced binary tree (Hölder where inputs intersect), and the components, being mutually
+    /// independent, are added without Hölder. `None` for an empty list.
+    pub fn aggregate_all(&mut self, arrivals: &[Arrival]) -> Option<Arrival> {
+        match arrivals.len() {
+            0 => return None,
+            1 => return Some(arrivals[0].clone()),
+            _ => {}
+        }
+        // union-find over pairwise intersection
+        let n = arrivals.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        if !self.always_hoelder {
+            for i in 0..n {
+                for j in i + 1..n {
+                    if arrivals[i].deps().intersects(arrivals[j].deps()) {
+                        let (a, b) = (find(&mut parent, i), find(&mut parent, j));
+                        if a != b {
+                            parent[b] = a;
+                        }
+                    }
+                }
+            }
+        }
+        let mut comps: Vec<(usize, Vec<&Arrival>)> = Vec::new();
+        for (i, a) in arrivals.iter().enumerate() {
+            let r = if self.always_hoelder {
+                0
+            } else {
+                find(&mut parent, i)
+            };
+            match comps.iter_mut().find(|(root, _)| *root == r) {
+                Some((_, v)) => v.push(a),
+                None => comps.push((r, vec![a])),
+            }
+        }
+        let mut parts: Vec<Arrival> = Vec::with_capacity(comps.len());
+        for (_, members) in comps {
+            // a balanced tree keeps nested Hölder scalings at depth log2(n)
+            let mut level: Vec<Arrival> = members.into_iter().cloned().collect();
+            while level.len() > 1 {
+                let mut next = Vec::with_capacity(level.len().div_ceil(2));
+                let mut it = level.into_iter();
+                while let Some(a) = it.next() {
+                    next.push(match it.next() {
+                        Some(b) => self.aggregate(&a, &b),
+                        None => a,
+                    });
+                }
+                level = next;
+            }
+            parts.extend(level);
+        }
+        if parts.len() == 1 {
+            return parts.pop();
+        }
+        let deps = parts
+            .iter()
+            .fold(Deps::none(), |acc, a| acc.union(a.deps()));
+        Some(Arrival(Arc::new(ArrivalNode {
+            kind: ArrivalKind::Sum(parts),
+            deps,
+        })))
+    }
+
+    /// A ⊘ S: the departures of A from a queue offering S.
+    pub fn output(&mut self, a: &Arrival, s: &Service) -> Arrival {
+        let slot = self.slot(a.deps(), s.deps());
+        Arrival(Arc::new(ArrivalNode {
+            deps: a.deps().union(s.deps()),
+            kind: ArrivalKind::Output(a.clone(), s.clone(), slot),
+        }))
+    }
+
+    /// S ⊖ A: what S leaves after serving A (A of equal or higher priority).
+    pub fn leftover(&mut self, s: &Service, a: &Arrival) -> Service {
+        let slot = self.slot(a.deps(), s.deps());
+        Service(Arc::new(ServiceNode {
+            deps: a.deps().union(s.deps()),
+            kind: ServiceKind::Leftover(s.clone(), a.clone(), slot),
+            deterministic: false,
+        }))
+    }
+
+    /// S ⊗ T: two servers in tandem as one.
+    pub fn convolve(&mut self, s: &Service, t: &Service) -> Service {
+        let slot = self.slot(s.deps(), t.deps());
+        Service(Arc::new(ServiceNode {
+            deps: s.deps().union(t.deps()),
+            deterministic: s.is_deterministic() && t.is_deterministic(),
+            kind: ServiceKind::Convolution(s.clone(), t.clone(), slot),
+        }))
+    }
+
+    /// The latency problem of `a` through `s` at violation probability `epsilon`.
+    pub fn latency(&mut self, a: &Arrival, s: &Service, epsilon: f64) -> LatencyProblem {
+        LatencyProblem {
+            slot: self.slot(a.deps(), s.deps()),
+            arrival: a.clone(),
+            service: s.clone(),
+            epsilon,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailbound_model::{Mmpp, MmppState, SizeModel};
+
+    pub(crate) fn two_state(p0: f64, p1: f64, mean: f64) -> MmppBound {
+        let st = |p: f64| MmppState {
+            rate_per_s: p / 1e-5,
+            arrival_prob: p,
+            sizes: SizeModel::Exponential { mean },
+            intervals: 0,
+            requests: 0,
+            work: 0.0,
+        };
+        MmppBound::new(&Mmpp {
+            step_s: 1e-5,
+            interval_s: 1.0,
+            states: vec![st(p0), st(p1)],
+            transition: vec![vec![1.0 - 1e-6, 1e-6], vec![3e-6, 1.0 - 3e-6]],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn deps_sets() {
+        let mut a = Deps::single(3);
+        a.insert(130);
+        let b = Deps::single(130);
+        assert!(a.intersects(&b) && b.intersects(&a));
+        assert!(!Deps::single(2).intersects(&a));
+        let u = Deps::single(2).union(&a);
+        assert!(u.contains(2) && u.contains(3) && u.contains(130) && !u.contains(4));
+    }
+
+    #[test]
+    fn operators_follow_table_1() {
+        let mut alg = Algebra::new();
+        let a = alg.mmpp(two_state(0.002, 0.004, 1000.0), Deps::single(0));
+        let b = alg.mmpp(two_state(0.001, 0.003, 500.0), Deps::single(1));
+        let s = alg.constant(1250.0, Deps::single(10));
+        let t = alg.constant(1000.0, Deps::single(11));
+        let ev = Eval::PLAIN;
+        let theta = 2e-4;
+        let ra = a.bound(theta, &ev).unwrap();
+        let rb = b.bound(theta, &ev).unwrap();
+        let agg = alg.aggregate(&a, &b).bound(theta, &ev).unwrap();
+        assert!((agg.rho - (ra.rho + rb.rho)).abs() < 1e-12);
+        let lo = alg.leftover(&s, &a).bound(theta, &ev).unwrap();
+        assert!((lo.rho - (ra.rho - 1250.0)).abs() < 1e-9 && lo.sigma == 0.0);
+        let out = alg.output(&b, &s).bound(theta, &ev).unwrap();
+        let want = -(1.0 - (theta * (rb.rho - 1250.0)).exp()).ln() / theta;
+        assert!((out.sigma - want).abs() < 1e-9 * want && out.rho == rb.rho);
+        // deterministic tandem: exact under Exact, the SNC formula under Original
+        let st = alg.convolve(&s, &t);
+        assert_eq!(
+            st.bound(theta, &ev).unwrap(),
+            RhoSigma {
+                rho: -1000.0,
+                sigma: 0.0
+            }
+        );
+        let orig = Eval {
+            hoelder: &[],
+            convolution: ConvolutionRule::Original,
+        };
+        let so = st.bound(theta, &orig).unwrap();
+        let want = -(1.0 - (-theta * 250.0).exp()).ln() / theta;
+        assert!((so.sigma - want).abs() < 1e-9 * want && so.rho == -1000.0);
+        // equal rates under Original: one side weakened by 1%
+        let ss = alg.convolve(&s, &alg.constant(1250.0, Deps::single(12)));
+        let x = ss.bound(theta, &orig).unwrap();
+        assert!((x.rho + 0.99 * 1250.0).abs() < 1e-9);
+        // an unstable output is undefined
+        let big = alg.constant(1.0, Deps::single(13));
+        assert!(alg.output(&a, &big).bound(theta, &ev).is_none());
+    }
+
+    #[test]
+    fn dependent_inputs_get_a_hoelder_slot() {
+        let mut alg = Algebra::new();
+        let a = alg.mmpp(two_state(0.002, 0.004, 1000.0), Deps::single(0));
+        let s = alg.constant(1250.0, Deps::single(10));
+        let out = alg.output(&a, &s);
+        assert_eq!(alg.slot_count(), 0);
+        let l = alg.leftover(&s, &out); // shares queue 10 and flow 0
+        assert_eq!(alg.slot_count(), 1);
+        let theta = 1e-4;
+        let p2 = l.bound(theta, &Eval::PLAIN).unwrap(); // slot missing: p = 2
+        let ra = out.bound(2.0 * theta, &Eval::PLAIN).unwrap();
+        assert!((p2.rho - (ra.rho - 1250.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn aggregate_all_groups_dependent_arrivals_first() {
+        let mut alg = Algebra::new();
+        let mk = |alg: &Algebra, id: usize, g: Option<usize>| {
+            let mut d = Deps::single(id);
+            d.extend_group(g);
+            alg.mmpp(two_state(0.002, 0.004, 1000.0), d)
+        };
+        let v = vec![
+            mk(&alg, 0, Some(100)),
+            mk(&alg, 1, None),
+            mk(&alg, 2, Some(100)),
+            mk(&alg, 3, None),
+            mk(&alg, 4, Some(100)),
+        ];
+        let agg = alg.aggregate_all(&v).unwrap();
+        // only the three group members need Hölder: two dependent operators
+        assert_eq!(alg.slot_count(), 2);
+        let theta = 1e-4;
+        let one = v[1].bound(theta, &Eval::PLAIN).unwrap().rho;
+        let all = agg.bound(theta, &Eval::PLAIN).unwrap().rho;
+        assert!(all > 5.0 * one, "Hölder inflates the dependent part");
+    }
+
+    impl Deps {
+        fn extend_group(&mut self, g: Option<usize>) {
+            if let Some(g) = g {
+                self.insert(g);
+            }
+        }
+    }
+}
