@@ -280,7 +280,13 @@ pub fn cleanup_stale() -> Result<Vec<String>, NetnsError> {
         if Path::new("/proc").join(pid.to_string()).exists() {
             continue;
         }
-        delete(&name)?;
+        if let Err(e) = delete(&name) {
+            // Another cleanup (a concurrent run or thread) may have removed it first.
+            if list().contains(&name) {
+                return Err(e);
+            }
+            continue;
+        }
         removed.push(name);
     }
     Ok(removed)
@@ -373,9 +379,33 @@ mod tests {
         let removed = cleanup_stale().unwrap();
         let now = list();
         let _ = delete(&live);
-        assert!(removed.contains(&stale), "{removed:?}");
+        // A concurrent cleanup (TwoHosts::create in another test) may have removed it first.
+        assert!(
+            removed.contains(&stale) || !now.contains(&stale),
+            "{removed:?}"
+        );
         assert!(!now.contains(&stale));
         assert!(now.contains(&live));
+    }
+
+    #[test]
+    fn concurrent_cleanups_do_not_fail_each_other() {
+        // regression: two cleanups racing for one stale namespace made the loser fail, and
+        // with it TwoHosts::create
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
+            eprintln!("skipped: needs root and iproute2");
+            return;
+        }
+        for round in 0..5 {
+            let stale = format!("{PREFIX}999999{round}-0-srv");
+            ip(&["netns", "add", &stale]).unwrap();
+            let racers: Vec<_> = (0..4).map(|_| std::thread::spawn(cleanup_stale)).collect();
+            for r in racers {
+                r.join().unwrap().unwrap();
+            }
+            assert!(!list().contains(&stale));
+        }
     }
 
     #[test]
