@@ -748,8 +748,8 @@ async fn nb_tcp_open(
     s: tokio::net::TcpStream,
     ctl: &Arc<Control>,
 ) -> Result<PairRun, ProbeError> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (mut rx, mut tx) = s.into_split();
+    use tokio::io::AsyncReadExt;
+    let (mut rx, tx) = s.into_split();
     let start = Instant::now() + Duration::from_millis(1);
     let job2 = *job;
     let ctl2 = Arc::clone(ctl);
@@ -775,31 +775,7 @@ async fn nb_tcp_open(
         }
         Ok(run)
     });
-    let mut req = wire::message(job.size);
-    let mut sent = Ok(());
-    for seq in 0..job.total() {
-        if ctl.stopped() {
-            sent = Err(ProbeError::Interrupted);
-            break;
-        }
-        wire::set_seq(&mut req, seq);
-        nb_wait_until(job.due(start, seq)).await;
-        if let Err(e) = tx.write_all(&req).await {
-            sent = Err(job.io_err(e));
-            break;
-        }
-    }
-    if sent.is_err() {
-        ctl.stop();
-        receiver.abort();
-    }
-    sent?;
-    let mut run = receiver
-        .await
-        .map_err(|e| ProbeError::Panicked(e.to_string()))??;
-    run.first = start;
-    run.sent = job.count;
-    Ok(run)
+    nb_send_paced(job, ctl, start, receiver, NbSender::Tcp(tx)).await
 }
 
 async fn nb_udp_open(
@@ -840,6 +816,35 @@ async fn nb_udp_open(
         run.lost = job.count.saturating_sub(measured);
         Ok(run)
     });
+    nb_send_paced(job, ctl, start, receiver, NbSender::Udp(s)).await
+}
+
+/// The sending side of a non-blocking pair.
+enum NbSender {
+    Tcp(tokio::net::tcp::OwnedWriteHalf),
+    Udp(Arc<tokio::net::UdpSocket>),
+}
+
+impl NbSender {
+    async fn send(&mut self, req: &[u8]) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        match self {
+            NbSender::Tcp(tx) => tx.write_all(req).await,
+            NbSender::Udp(s) => s.send(req).await.map(|_| ()),
+        }
+    }
+}
+
+/// The sending half of an open-loop pair: sends every request at its intended time with
+/// `tx`, then collects the receiver's measurements. On a send error or a stop request the
+/// receiver is aborted.
+async fn nb_send_paced(
+    job: &Job,
+    ctl: &Arc<Control>,
+    start: Instant,
+    receiver: tokio::task::JoinHandle<Result<PairRun, ProbeError>>,
+    mut tx: NbSender,
+) -> Result<PairRun, ProbeError> {
     let mut req = wire::message(job.size);
     let mut sent = Ok(());
     for seq in 0..job.total() {
@@ -849,7 +854,7 @@ async fn nb_udp_open(
         }
         wire::set_seq(&mut req, seq);
         nb_wait_until(job.due(start, seq)).await;
-        if let Err(e) = s.send(&req).await {
+        if let Err(e) = tx.send(&req).await {
             sent = Err(job.io_err(e));
             break;
         }
