@@ -131,26 +131,7 @@ impl Arrival {
                 fixed[i] = fixed[i + 1];
             }
         }
-        let mut out_breaks: Vec<f64> = Vec::with_capacity(breaks.len());
-        let mut out_rates: Vec<f64> = Vec::with_capacity(fixed.len());
-        out_rates.push(fixed[0]);
-        let mut last_t = 0.0;
-        for (i, &t) in breaks.iter().enumerate() {
-            let next_rate = fixed[i + 1];
-            if t <= last_t {
-                // empty interval: the next rate takes over from here on
-                if let Some(r) = out_rates.last_mut() {
-                    *r = next_rate;
-                }
-                continue;
-            }
-            if out_rates.last() == Some(&next_rate) {
-                continue;
-            }
-            out_breaks.push(t);
-            out_rates.push(next_rate);
-            last_t = t;
-        }
+        let (out_breaks, out_rates) = merge_breaks(&breaks, &fixed, 0.0);
         let mut values = Vec::with_capacity(out_rates.len());
         values.push(burst);
         for i in 0..out_breaks.len() {
@@ -386,26 +367,7 @@ impl Service {
                 fixed[i] = fixed[i + 1];
             }
         }
-        let mut out_breaks: Vec<f64> = Vec::with_capacity(breaks.len());
-        let mut out_rates: Vec<f64> = Vec::with_capacity(fixed.len());
-        out_rates.push(fixed[0]);
-        let mut last_t = latency_s;
-        for (i, &t) in breaks.iter().enumerate() {
-            let next_rate = fixed[i + 1];
-            if t <= last_t {
-                // empty interval: the next rate takes over from here on
-                if let Some(r) = out_rates.last_mut() {
-                    *r = next_rate;
-                }
-                continue;
-            }
-            if out_rates.last() == Some(&next_rate) {
-                continue;
-            }
-            out_breaks.push(t);
-            out_rates.push(next_rate);
-            last_t = t;
-        }
+        let (out_breaks, out_rates) = merge_breaks(&breaks, &fixed, latency_s);
         let mut values = Vec::with_capacity(out_rates.len());
         values.push(0.0);
         for i in 0..out_breaks.len() {
@@ -735,6 +697,33 @@ pub fn shaper_delay(arrival: &Arrival, bucket: TokenBucket) -> Result<f64, DncEr
         return Err(unstable());
     }
     Ok(excess / bucket.rate)
+}
+
+/// Piecewise rates `rates[0]` up to `breaks[0]`, `rates[1]` up to `breaks[1]`, ... (one more
+/// rate than breaks), from time `from_t` on: drops empty intervals (a break at or before the
+/// previous one, or before `from_t`: the later rate takes over) and merges equal neighbours.
+fn merge_breaks(breaks: &[f64], rates: &[f64], from_t: f64) -> (Vec<f64>, Vec<f64>) {
+    let mut out_breaks: Vec<f64> = Vec::with_capacity(breaks.len());
+    let mut out_rates: Vec<f64> = Vec::with_capacity(rates.len());
+    out_rates.push(rates[0]);
+    let mut last_t = from_t;
+    for (i, &t) in breaks.iter().enumerate() {
+        let next_rate = rates[i + 1];
+        if t <= last_t {
+            // empty interval: the next rate takes over from here on
+            if let Some(r) = out_rates.last_mut() {
+                *r = next_rate;
+            }
+            continue;
+        }
+        if out_rates.last() == Some(&next_rate) {
+            continue;
+        }
+        out_breaks.push(t);
+        out_rates.push(next_rate);
+        last_t = t;
+    }
+    (out_breaks, out_rates)
 }
 
 #[cfg(test)]
