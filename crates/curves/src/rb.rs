@@ -302,6 +302,21 @@ pub fn arrival_curve(series: &WorkSeries) -> Result<ArrivalCurve, RbError> {
     Ok(ArrivalCurve::new(vertices, 0.0)?)
 }
 
+/// The arrival curve a decision should use: the exact [`arrival_curve`] continued at the
+/// series' mean work rate (`ArrivalCurve::sustained`). The exact curve of a finite trace ends
+/// flat at its total work, which would let a deterministic analysis treat an overloaded queue
+/// as stable; rates below the mean mean nothing for a stationary tenant. A series of one
+/// instant keeps its exact (constant) curve.
+pub fn sustained_arrival_curve(series: &WorkSeries) -> Result<ArrivalCurve, RbError> {
+    let exact = arrival_curve(series)?;
+    let span_s = series.span_s();
+    Ok(if span_s > 0.0 {
+        exact.sustained(series.total_work() / span_s)
+    } else {
+        exact
+    })
+}
+
 /// The exact r-b curve of `series`: the dual of [`arrival_curve`], starting at `[0, S_n]`.
 pub fn rb_curve(series: &WorkSeries) -> Result<RbCurve, RbError> {
     Ok(arrival_curve(series)?.to_rb())
@@ -487,6 +502,23 @@ mod tests {
 
     fn series(pairs: &[(u64, f64)]) -> WorkSeries {
         WorkSeries::from_pairs(pairs.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn decision_curve_continues_at_the_mean_rate() {
+        // 10 units at 0 s, 2 at 1 s, 6 at 3 s: mean 18 / 3 s = 6 per s
+        let s = series(&[(0, 10.0), (1_000_000_000, 2.0), (3_000_000_000, 6.0)]);
+        let exact = arrival_curve(&s).unwrap();
+        let d = sustained_arrival_curve(&s).unwrap();
+        assert_eq!(exact.tail_rate(), 0.0);
+        assert_eq!(d.tail_rate(), 6.0);
+        for t in [0.0, 0.5, 1.0, 3.0, 30.0] {
+            assert!(d.at(t) >= exact.at(t));
+        }
+        // long windows grow at the mean rate instead of stopping at the trace's total
+        assert!(d.at(30.0) > 18.0 + 6.0 * 26.0);
+        let one = series(&[(5, 4.0)]);
+        assert_eq!(sustained_arrival_curve(&one).unwrap(), arrival_curve(&one).unwrap());
     }
 
     /// α by brute force: the upper hull of all window points.

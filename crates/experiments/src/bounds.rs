@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tailbound_calculus::{bound, BoundOptions, CalculusError, Method, ThetaSearch};
 use tailbound_curves::mmpp::{fit_mmpp, FitError, MmppFitOptions};
-use tailbound_curves::rb::{arrival_curve, work_series, RbError};
+use tailbound_curves::rb::{sustained_arrival_curve, work_series, RbError};
 use tailbound_curves::NetworkCost;
 use tailbound_model::{
     ArrivalCurve, Flow, Mmpp, Network, Percentile, Queue, Slo, SloError, TenantSpec,
@@ -95,12 +95,9 @@ pub fn tenants(
     (0..count)
         .map(|i| {
             let trace = generate(&spec, seed.wrapping_add(i as u64))?;
-            let exact = arrival_curve(&work_series(&trace.requests, &work)?)?;
-            let [span_s, total] = exact.vertices()[exact.vertices().len() - 1];
             Ok(FlowModels {
                 mmpp: fit_mmpp(&trace.requests, &work, &MmppFitOptions::default())?,
-                // continued at the mean rate, as the scenario builder does
-                arrival: exact.sustained(total / span_s),
+                arrival: sustained_arrival_curve(&work_series(&trace.requests, &work)?)?,
             })
         })
         .collect()

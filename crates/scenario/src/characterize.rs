@@ -6,7 +6,7 @@
 //! would let a deterministic analysis treat an overloaded queue as stable.
 
 use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind};
-use tailbound_curves::rb::{arrival_curve, work_series};
+use tailbound_curves::rb::{sustained_arrival_curve, work_series};
 use tailbound_curves::WorkFunction;
 use tailbound_model::{ArrivalCurve, Mmpp, Request};
 
@@ -23,12 +23,7 @@ pub(crate) fn characterize(
     };
     let mmpp = fit_mmpp(requests, work, &opts).map_err(|e| format!("mmpp fit failed: {e}"))?;
     let series = work_series(requests, work).map_err(|e| format!("work series failed: {e}"))?;
-    let exact = arrival_curve(&series).map_err(|e| format!("arrival curve failed: {e}"))?;
-    let [span_s, total] = exact.vertices()[exact.vertices().len() - 1];
-    let arrival = if span_s > 0.0 {
-        exact.sustained(total / span_s)
-    } else {
-        exact
-    };
+    let arrival =
+        sustained_arrival_curve(&series).map_err(|e| format!("arrival curve failed: {e}"))?;
     Ok((mmpp, arrival))
 }
