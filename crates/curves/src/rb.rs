@@ -518,7 +518,10 @@ mod tests {
         // long windows grow at the mean rate instead of stopping at the trace's total
         assert!(d.at(30.0) > 18.0 + 6.0 * 26.0);
         let one = series(&[(5, 4.0)]);
-        assert_eq!(sustained_arrival_curve(&one).unwrap(), arrival_curve(&one).unwrap());
+        assert_eq!(
+            sustained_arrival_curve(&one).unwrap(),
+            arrival_curve(&one).unwrap()
+        );
     }
 
     /// α by brute force: the upper hull of all window points.
