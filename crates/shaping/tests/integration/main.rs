@@ -1,0 +1,7 @@
+//! The one integration-test binary of `tailbound-shaping`, one module per topic.
+
+mod conformance;
+mod errors;
+mod multi;
+mod priority;
+mod script;
