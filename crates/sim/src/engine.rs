@@ -1,0 +1,731 @@
+//! The event loop: arrivals, shaper releases and chunk departures on a binary heap of
+//! `(time [ns], sequence)`; ties are broken by insertion order, so a run is a pure function
+//! of its inputs.
+
+use crate::stats::{tenant_result, TenantResult};
+use crate::{FlowWork, Service, SimConfig, SimError, TenantWorkload};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use tailbound_model::{Network, Request};
+use tailbound_shaping::TokenBucket;
+
+/// What one queue did during the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStats {
+    pub name: String,
+    /// units served: chunks on chunked links, requests elsewhere
+    pub chunks: u64,
+    /// work served [work]
+    pub work: f64,
+    /// time spent serving [ns]; each unit's service time is `work / rate` rounded to the ns
+    pub busy_ns: u64,
+    /// when the last unit left [ns], 0 if none did
+    pub last_departure_ns: u64,
+}
+
+/// The outcome of [`simulate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimResult {
+    /// one per network tenant, in network order
+    pub tenants: Vec<TenantResult>,
+    /// one per network queue, in network order
+    pub queues: Vec<QueueStats>,
+    /// events processed: arrivals, shaper releases and departures (one per chunk per queue)
+    pub events: u64,
+    /// time of the last departure from any queue (the run is drained then) [ns]
+    pub end_ns: u64,
+}
+
+const KIND_SHIFT: u32 = 62;
+const ARRIVAL: u64 = 0;
+const DEPART: u64 = 1;
+const SHAPER: u64 = 2;
+const DATA_MASK: u64 = (1 << KIND_SHIFT) - 1;
+
+/// A run of chunks waiting at a queue: `chunks` units of the same request and hop, each of
+/// `mtu` work except the last, which has `last_work`.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    slot: u32,
+    hop: u32,
+    chunks: u32,
+    last_work: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Serving {
+    slot: u32,
+    hop: u32,
+    work: f64,
+}
+
+struct QueueState {
+    /// one FIFO per dense priority level, 0 highest
+    levels: Vec<VecDeque<Item>>,
+    queued: usize,
+    serving: Option<Serving>,
+    ns_per_work: f64,
+    stats: QueueStats,
+}
+
+struct FlowState<'a> {
+    path: Vec<usize>,
+    level: usize,
+    /// the chunk size on this flow [work]; infinite = whole requests
+    mtu: f64,
+    work: &'a dyn tailbound_curves::WorkFunction,
+    shaper: Option<Shaper>,
+}
+
+/// A request in flight.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    tenant: u32,
+    index: u32,
+    /// position in the tenant's flow list
+    stage: u32,
+    /// network flow index of the current stage
+    flow: u32,
+    /// chunks of the current stage that have not yet left the flow's last queue
+    outstanding: u32,
+    /// work of the current stage [work]
+    work: f64,
+}
+
+/// A FIFO queue of requests in front of one flow's token bucket
+/// (`tailbound_shaping::TokenBucket`, the one the enforcer runs on real time).
+struct Shaper {
+    bucket: TokenBucket,
+    waiting: VecDeque<u32>,
+    /// a retry event is scheduled
+    pending: bool,
+}
+
+struct NoWork;
+
+impl tailbound_curves::WorkFunction for NoWork {
+    fn work(&self, _: &Request) -> f64 {
+        0.0
+    }
+    fn unit(&self) -> &'static str {
+        "none"
+    }
+}
+
+const UNUSED: FlowWork<'static> = FlowWork {
+    work: &NoWork,
+    packetized: false,
+};
+
+struct Engine<'a> {
+    net: &'a Network,
+    workloads: &'a [TenantWorkload<'a>],
+    queues: Vec<QueueState>,
+    flows: Vec<FlowState<'a>>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    next: Vec<usize>,
+    latencies: Vec<Vec<u64>>,
+    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
+    seq: u64,
+    events: u64,
+}
+
+/// Replays `workloads[t]` (one per network tenant, in order) through `net` and measures every
+/// request's latency. See the crate docs for the model.
+pub fn simulate(
+    net: &Network,
+    workloads: &[TenantWorkload<'_>],
+    cfg: &SimConfig,
+) -> Result<SimResult, SimError> {
+    net.validate()?;
+    check(net, workloads, cfg)?;
+    let window_ns = (cfg.window_s * 1e9).round().max(1.0) as u64;
+    let origin_ns = workloads
+        .iter()
+        .filter_map(|w| w.requests.first().map(|r| r.arrival_ns))
+        .min()
+        .unwrap_or(0);
+    let mut engine = Engine::new(net, workloads, cfg, origin_ns)?;
+    engine.run()?;
+    let end_ns = engine
+        .queues
+        .iter()
+        .map(|q| q.stats.last_departure_ns)
+        .max()
+        .unwrap_or(0);
+    tracing::debug!(events = engine.events, end_ns, "simulation drained");
+    let mut arrivals = Vec::new();
+    let tenants = net
+        .tenants
+        .iter()
+        .zip(workloads)
+        .zip(std::mem::take(&mut engine.latencies))
+        .map(|((spec, w), lat)| {
+            arrivals.clear();
+            arrivals.extend(w.requests.iter().map(|r| r.arrival_ns));
+            let bytes = w.requests.iter().map(|r| r.size_bytes).sum();
+            tenant_result(
+                spec.name.clone(),
+                &spec.slo,
+                bytes,
+                &arrivals,
+                lat,
+                origin_ns,
+                window_ns,
+            )
+        })
+        .collect();
+    Ok(SimResult {
+        tenants,
+        queues: engine.queues.into_iter().map(|q| q.stats).collect(),
+        events: engine.events,
+        end_ns,
+    })
+}
+
+fn check(net: &Network, workloads: &[TenantWorkload<'_>], cfg: &SimConfig) -> Result<(), SimError> {
+    if workloads.len() != net.tenants.len() {
+        return Err(SimError::WorkloadCount {
+            expected: net.tenants.len(),
+            got: workloads.len(),
+        });
+    }
+    for (spec, w) in net.tenants.iter().zip(workloads) {
+        if w.flows.len() != spec.flows.len() {
+            return Err(SimError::FlowCount {
+                tenant: spec.name.clone(),
+                expected: spec.flows.len(),
+                got: w.flows.len(),
+            });
+        }
+        if w.requests.len() >= u32::MAX as usize {
+            return Err(SimError::TooManyRequests {
+                tenant: spec.name.clone(),
+                requests: w.requests.len(),
+                max: u32::MAX as usize - 1,
+            });
+        }
+        for (i, pair) in w.requests.windows(2).enumerate() {
+            if pair[1].arrival_ns < pair[0].arrival_ns {
+                return Err(SimError::Unsorted {
+                    tenant: spec.name.clone(),
+                    index: i + 1,
+                    arrival_ns: pair[1].arrival_ns,
+                    previous_ns: pair[0].arrival_ns,
+                });
+            }
+        }
+    }
+    if let Some(p) = &cfg.priorities {
+        if p.len() != net.tenants.len() {
+            return Err(SimError::ConfigLength {
+                what: "priorities",
+                of: "tenants",
+                of_one: "tenant",
+                expected: net.tenants.len(),
+                got: p.len(),
+            });
+        }
+    }
+    if !cfg.shapers.is_empty() && cfg.shapers.len() != net.flows.len() {
+        return Err(SimError::ConfigLength {
+            what: "shapers",
+            of: "flows",
+            of_one: "flow",
+            expected: net.flows.len(),
+            got: cfg.shapers.len(),
+        });
+    }
+    if let Service::Chunked { mtu_bytes: 0 } = cfg.service {
+        return Err(SimError::Mtu(0));
+    }
+    if !(cfg.window_s.is_finite() && cfg.window_s > 0.0) {
+        return Err(SimError::Window(cfg.window_s));
+    }
+    Ok(())
+}
+
+impl<'a> Engine<'a> {
+    fn new(
+        net: &'a Network,
+        workloads: &'a [TenantWorkload<'a>],
+        cfg: &SimConfig,
+        origin_ns: u64,
+    ) -> Result<Self, SimError> {
+        let prio = cfg.priorities.clone().unwrap_or_else(|| net.priorities());
+        // dense ranks keep the per-queue level scan short whatever the level numbers
+        let mut distinct = prio.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let dense: Vec<usize> = prio
+            .iter()
+            .map(|p| distinct.partition_point(|d| d < p))
+            .collect();
+        let n_levels = distinct.len().max(1);
+        let queues = net
+            .queues
+            .iter()
+            .map(|q| QueueState {
+                levels: vec![VecDeque::new(); n_levels],
+                queued: 0,
+                serving: None,
+                ns_per_work: 1e9 / q.rate,
+                stats: QueueStats {
+                    name: q.name.clone(),
+                    chunks: 0,
+                    work: 0.0,
+                    busy_ns: 0,
+                    last_departure_ns: 0,
+                },
+            })
+            .collect();
+        // each flow's work function: the tenant's workload lists them in tenant-flow order
+        let mut work_of: Vec<Option<&'a FlowWork<'a>>> = vec![None; net.flows.len()];
+        for (spec, w) in net.tenants.iter().zip(workloads) {
+            for (&f, fw) in spec.flows.iter().zip(&w.flows) {
+                work_of[f] = Some(fw);
+            }
+        }
+        let flows = net
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                // a flow no tenant lists never carries a request
+                let fw = work_of[i].unwrap_or(&UNUSED);
+                let mtu = match (cfg.service, fw.packetized) {
+                    (Service::Chunked { mtu_bytes }, true) => mtu_bytes as f64,
+                    _ => f64::INFINITY,
+                };
+                let shaper = match cfg.shapers.get(i).copied().flatten() {
+                    Some(s) => Some(Shaper {
+                        bucket: TokenBucket::new(s.rate, s.burst, origin_ns).map_err(|e| {
+                            SimError::Shaper {
+                                flow: f.name.clone(),
+                                source: e,
+                            }
+                        })?,
+                        waiting: VecDeque::new(),
+                        pending: false,
+                    }),
+                    None => None,
+                };
+                Ok(FlowState {
+                    path: f.path.clone(),
+                    level: dense[f.tenant],
+                    mtu,
+                    work: fw.work,
+                    shaper,
+                })
+            })
+            .collect::<Result<_, SimError>>()?;
+        let mut heap = BinaryHeap::new();
+        let mut seq = 0;
+        for (t, w) in workloads.iter().enumerate() {
+            if let Some(r) = w.requests.first() {
+                heap.push(Reverse((
+                    r.arrival_ns,
+                    seq,
+                    (ARRIVAL << KIND_SHIFT) | t as u64,
+                )));
+                seq += 1;
+            }
+        }
+        Ok(Engine {
+            net,
+            workloads,
+            queues,
+            flows,
+            slots: Vec::new(),
+            free: Vec::new(),
+            next: vec![0; workloads.len()],
+            latencies: workloads
+                .iter()
+                .map(|w| vec![0; w.requests.len()])
+                .collect(),
+            heap,
+            seq,
+            events: 0,
+        })
+    }
+
+    fn push(&mut self, at: u64, kind: u64, data: usize) {
+        self.heap
+            .push(Reverse((at, self.seq, (kind << KIND_SHIFT) | data as u64)));
+        self.seq += 1;
+    }
+
+    fn run(&mut self) -> Result<(), SimError> {
+        while let Some(Reverse((now, _, ev))) = self.heap.pop() {
+            self.events += 1;
+            let data = (ev & DATA_MASK) as usize;
+            match ev >> KIND_SHIFT {
+                ARRIVAL => self.arrive(data, now)?,
+                DEPART => self.depart(data, now)?,
+                _ => {
+                    if let Some(s) = self.flows[data].shaper.as_mut() {
+                        s.pending = false;
+                    }
+                    self.release(data, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn request(&self, slot: &Slot) -> &'a Request {
+        &self.workloads[slot.tenant as usize].requests[slot.index as usize]
+    }
+
+    fn arrive(&mut self, tenant: usize, now: u64) -> Result<(), SimError> {
+        let index = self.next[tenant];
+        self.next[tenant] += 1;
+        if let Some(r) = self.workloads[tenant].requests.get(index + 1) {
+            self.push(r.arrival_ns, ARRIVAL, tenant);
+        }
+        let slot = Slot {
+            tenant: tenant as u32,
+            index: index as u32,
+            ..Slot::default()
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.enter_stage(id, 0, now)
+    }
+
+    fn enter_stage(&mut self, id: u32, stage: u32, now: u64) -> Result<(), SimError> {
+        let mut slot = self.slots[id as usize];
+        let spec = &self.net.tenants[slot.tenant as usize];
+        let flow = spec.flows[stage as usize];
+        let req = self.request(&slot);
+        let work = self.flows[flow].work.work(req);
+        if !(work.is_finite() && work >= 0.0) {
+            return Err(SimError::Work {
+                tenant: spec.name.clone(),
+                flow: self.net.flows[flow].name.clone(),
+                index: slot.index as usize,
+                work,
+            });
+        }
+        slot.stage = stage;
+        slot.flow = flow as u32;
+        slot.work = work;
+        self.slots[id as usize] = slot;
+        match self.flows[flow].shaper.as_mut() {
+            Some(s) => {
+                s.waiting.push_back(id);
+                if s.waiting.len() == 1 && !s.pending {
+                    self.release(flow, now)?;
+                }
+                Ok(())
+            }
+            None => {
+                self.inject(id, now);
+                Ok(())
+            }
+        }
+    }
+
+    /// Lets the shaper's head requests through while the bucket allows; otherwise schedules
+    /// a retry for when it will.
+    fn release(&mut self, flow: usize, now: u64) -> Result<(), SimError> {
+        loop {
+            let Some(s) = self.flows[flow].shaper.as_mut() else {
+                return Ok(());
+            };
+            let Some(&id) = s.waiting.front() else {
+                return Ok(());
+            };
+            let cost = self.slots[id as usize].work;
+            if let Err(e) = s.bucket.take(now, cost) {
+                if e.ready_at_ns == u64::MAX {
+                    let slot = self.slots[id as usize];
+                    return Err(SimError::ShaperStall {
+                        tenant: self.net.tenants[slot.tenant as usize].name.clone(),
+                        flow: self.net.flows[flow].name.clone(),
+                        index: slot.index as usize,
+                    });
+                }
+                s.pending = true;
+                tracing::trace!(
+                    now_ns = now,
+                    flow = %self.net.flows[flow].name,
+                    until_ns = e.ready_at_ns,
+                    "throttled"
+                );
+                self.push(e.ready_at_ns, SHAPER, flow);
+                return Ok(());
+            }
+            s.waiting.pop_front();
+            self.inject(id, now);
+        }
+    }
+
+    /// Puts a request's current stage into the first queue of the stage's flow.
+    fn inject(&mut self, id: u32, now: u64) {
+        let slot = &mut self.slots[id as usize];
+        let f = &self.flows[slot.flow as usize];
+        let (chunks, last_work) = if slot.work <= f.mtu {
+            (1, slot.work)
+        } else {
+            let n = (slot.work / f.mtu).ceil();
+            (n as u32, slot.work - (n - 1.0) * f.mtu)
+        };
+        slot.outstanding = chunks;
+        let (q, level) = (f.path[0], f.level);
+        self.enqueue(
+            q,
+            level,
+            Item {
+                slot: id,
+                hop: 0,
+                chunks,
+                last_work,
+            },
+            now,
+        );
+    }
+
+    fn enqueue(&mut self, q: usize, level: usize, item: Item, now: u64) {
+        let qs = &mut self.queues[q];
+        qs.levels[level].push_back(item);
+        qs.queued += 1;
+        if qs.serving.is_none() {
+            self.start(q, now);
+        }
+    }
+
+    /// Starts serving the head chunk of the highest non-empty level, if any.
+    fn start(&mut self, q: usize, now: u64) {
+        let qs = &mut self.queues[q];
+        if qs.queued == 0 {
+            return;
+        }
+        let Some(level) = qs.levels.iter_mut().find(|l| !l.is_empty()) else {
+            return;
+        };
+        let Some(head) = level.front_mut() else {
+            return;
+        };
+        let (slot, hop) = (head.slot, head.hop);
+        let work = if head.chunks == 1 {
+            head.last_work
+        } else {
+            self.flows[self.slots[slot as usize].flow as usize].mtu
+        };
+        head.chunks -= 1;
+        if head.chunks == 0 {
+            level.pop_front();
+            qs.queued -= 1;
+        }
+        let service_ns = (work * qs.ns_per_work).round() as u64;
+        qs.serving = Some(Serving { slot, hop, work });
+        qs.stats.busy_ns += service_ns;
+        qs.stats.work += work;
+        qs.stats.chunks += 1;
+        self.push(now.saturating_add(service_ns), DEPART, q);
+    }
+
+    fn depart(&mut self, q: usize, now: u64) -> Result<(), SimError> {
+        let qs = &mut self.queues[q];
+        let Some(done) = qs.serving.take() else {
+            return Ok(());
+        };
+        qs.stats.last_departure_ns = now;
+        let slot = self.slots[done.slot as usize];
+        let f = &self.flows[slot.flow as usize];
+        let next_hop = done.hop as usize + 1;
+        if let Some(&next_q) = f.path.get(next_hop) {
+            let level = f.level;
+            self.enqueue(
+                next_q,
+                level,
+                Item {
+                    slot: done.slot,
+                    hop: next_hop as u32,
+                    chunks: 1,
+                    last_work: done.work,
+                },
+                now,
+            );
+        } else {
+            let s = &mut self.slots[done.slot as usize];
+            s.outstanding -= 1;
+            if s.outstanding == 0 {
+                self.finish_stage(done.slot, now)?;
+            }
+        }
+        if self.queues[q].serving.is_none() {
+            self.start(q, now);
+        }
+        Ok(())
+    }
+
+    fn finish_stage(&mut self, id: u32, now: u64) -> Result<(), SimError> {
+        let slot = self.slots[id as usize];
+        let n_stages = self.net.tenants[slot.tenant as usize].flows.len() as u32;
+        if slot.stage + 1 < n_stages {
+            return self.enter_stage(id, slot.stage + 1, now);
+        }
+        let arrival = self.request(&slot).arrival_ns;
+        self.latencies[slot.tenant as usize][slot.index as usize] = now - arrival;
+        self.free.push(id);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SizeWork;
+    use tailbound_model::{Flow, Op, Queue, Slo, TenantSpec};
+
+    /// Two tenants on one 1 MB/s queue (1 B = 1 µs), one flow each.
+    fn net() -> Network {
+        Network {
+            queues: vec![Queue {
+                name: "q".into(),
+                rate: 1e6,
+            }],
+            flows: (0..2)
+                .map(|t| Flow {
+                    name: format!("f{t}"),
+                    tenant: t,
+                    path: vec![0],
+                    mmpp: None,
+                    arrival: None,
+                })
+                .collect(),
+            tenants: (0..2)
+                .map(|t| TenantSpec {
+                    name: format!("t{t}"),
+                    slo: Slo::new(0.01 * (t + 1) as f64, 99.9).unwrap(),
+                    flows: vec![t],
+                    group: None,
+                    priority: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn r(arrival_ns: u64, size_bytes: u64) -> Request {
+        Request {
+            arrival_ns,
+            size_bytes,
+            op: Op::Put,
+        }
+    }
+
+    fn run(reqs: &[Vec<Request>], cfg: &SimConfig) -> Result<SimResult, SimError> {
+        let w: Vec<_> = reqs
+            .iter()
+            .map(|r| TenantWorkload {
+                requests: r,
+                flows: vec![FlowWork::link(&SizeWork)],
+            })
+            .collect();
+        simulate(&net(), &w, cfg)
+    }
+
+    struct Nan;
+    impl tailbound_curves::WorkFunction for Nan {
+        fn work(&self, _: &Request) -> f64 {
+            f64::NAN
+        }
+        fn unit(&self) -> &'static str {
+            "bytes"
+        }
+    }
+
+    #[test]
+    fn slo_priorities_apply_unless_overridden() {
+        // t0 (10 ms SLO) outranks t1 (20 ms): t1 arrives first and is served first (it is
+        // alone), then t0 overtakes t1's second request
+        let reqs = vec![vec![r(10, 1000)], vec![r(0, 1000), r(5, 1000)]];
+        let fluid = SimConfig {
+            service: Service::Fluid,
+            ..SimConfig::default()
+        };
+        let a = run(&reqs, &fluid).unwrap();
+        assert_eq!(a.tenants[0].latencies_ns, vec![1_999_990]);
+        assert_eq!(a.tenants[1].latencies_ns, vec![1_000_000, 2_999_995]);
+        let swapped = SimConfig {
+            priorities: Some(vec![7, 3]),
+            ..fluid
+        };
+        let b = run(&reqs, &swapped).unwrap();
+        assert_eq!(b.tenants[0].latencies_ns, vec![2_999_990]);
+        assert_eq!(b.tenants[1].latencies_ns, vec![1_000_000, 1_999_995]);
+        assert_eq!(b.events, 3 + 3);
+    }
+
+    #[test]
+    fn invalid_inputs_are_errors_that_say_what_to_fix() {
+        let ok = vec![vec![r(0, 1)], vec![r(0, 1)]];
+        let cfg = SimConfig::default();
+        let e = run(&ok[..1], &cfg).unwrap_err();
+        assert!(matches!(
+            e,
+            SimError::WorkloadCount {
+                expected: 2,
+                got: 1
+            }
+        ));
+        let e = run(&[vec![r(5, 1), r(4, 1)], vec![]], &cfg).unwrap_err();
+        assert!(e.to_string().contains("sorted by arrival"), "{e}");
+        let bad = SimConfig {
+            priorities: Some(vec![0]),
+            ..SimConfig::default()
+        };
+        assert!(matches!(run(&ok, &bad), Err(SimError::ConfigLength { .. })));
+        let bad = SimConfig {
+            shapers: vec![None],
+            ..SimConfig::default()
+        };
+        assert!(matches!(run(&ok, &bad), Err(SimError::ConfigLength { .. })));
+        let bad = SimConfig {
+            service: Service::Chunked { mtu_bytes: 0 },
+            ..SimConfig::default()
+        };
+        assert_eq!(run(&ok, &bad), Err(SimError::Mtu(0)));
+        let bad = SimConfig {
+            window_s: 0.0,
+            ..SimConfig::default()
+        };
+        assert!(matches!(run(&ok, &bad), Err(SimError::Window(_))));
+        let w = vec![
+            TenantWorkload {
+                requests: &ok[0],
+                flows: vec![FlowWork::link(&Nan)],
+            },
+            TenantWorkload {
+                requests: &ok[1],
+                flows: vec![],
+            },
+        ];
+        let e = simulate(&net(), &w, &cfg).unwrap_err();
+        assert!(matches!(e, SimError::FlowCount { got: 0, .. }), "{e}");
+        let w = vec![w[0].clone(), w[0].clone()];
+        let e = simulate(&net(), &w, &cfg).unwrap_err();
+        assert!(matches!(e, SimError::Work { .. }), "{e}");
+    }
+
+    #[test]
+    fn zero_work_and_empty_tenants_complete() {
+        let reqs = vec![vec![], vec![r(3, 0)]];
+        let res = run(&reqs, &SimConfig::default()).unwrap();
+        assert_eq!(res.tenants[0].requests, 0);
+        assert!(res.tenants[0].meets_slo);
+        assert_eq!(res.tenants[1].latencies_ns, vec![0]);
+        assert!(res.tenants[1].meets_slo);
+    }
+}

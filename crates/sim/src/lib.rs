@@ -1,0 +1,185 @@
+//! Deterministic discrete-event replay of request traces through a
+//! [`Network`](tailbound_model::Network): the check behind every bound (snc-meister §5.4,
+//! workload-compactor §4.2/§5.2; `shared/DESIGN.md`, Verification: Simulator).
+//!
+//! This crate is the engine core only: no I/O, no clock, no randomness. Loading scenarios and
+//! traces lives in `tailbound-scenario`; the `tailbound simulate` command, the decisions file,
+//! the OPT search and the soundness harness against the calculus bounds are still to come
+//! (issue 4).
+//!
+//! # What it models
+//!
+//! ```text
+//!  trace arrival ──► [shaper of flow 1] ──► q1 ──► q2 ──► … ──► [shaper of flow 2] ──► … ──► done
+//!                     token bucket,          strict priority between tenants' levels,
+//!                     FIFO per flow          FIFO within a level, store-and-forward per chunk
+//! ```
+//!
+//! * **Open loop.** Each request of each tenant enters at its trace `arrival_ns`, whatever
+//!   the state of the system.
+//! * **Stages.** A request crosses its tenant's flows in the order of
+//!   [`TenantSpec::flows`](tailbound_model::TenantSpec::flows) (request `<t>-req`, optional
+//!   storage `<t>-storage`, response `<t>-resp` for scenario networks). On each flow it puts
+//!   the work of that flow's [`FlowWork`] function (bytes on links, busy-seconds on storage,
+//!   matching the queue rates [work/s]). A stage starts when the previous stage's last unit
+//!   has left its last queue.
+//! * **Shapers.** Optionally one token bucket per flow ([`StageShaping`]: rate [work/s],
+//!   burst [work], full at the earliest arrival), the sans-IO `tailbound_shaping::TokenBucket`
+//!   the enforcer also runs. Requests wait FIFO; the head passes when the bucket allows its
+//!   whole stage work (`TokenBucket::take`: `min(work, burst)` tokens present; a request larger
+//!   than the burst waits for a full bucket and leaves a deficit).
+//! * **Chunks.** With [`Service::Chunked`] the work of a packetized flow (links) is cut into
+//!   `mtu_bytes` units (the last one partial). Each chunk crosses the flow's queues
+//!   store-and-forward: it enters queue k+1 the instant it leaves queue k (no propagation
+//!   delay), so a request's chunks pipeline across hops: alone on an h-hop path of rate R a
+//!   request of S bytes (a multiple of the MTU) takes S/R + (h−1)·mtu/R. Non-packetized flows
+//!   (storage) and [`Service::Fluid`] serve every request as one unit per queue, so fluid
+//!   mode is whole-request store-and-forward (h·S/R alone on h hops) — the classic
+//!   non-preemptive M/G/1 queue on one hop.
+//! * **Scheduling.** Each queue serves one unit at a time at its `rate`. Between units it
+//!   picks the head of the highest non-empty priority level (0 highest; from
+//!   [`Network::priorities`](tailbound_model::Network::priorities) unless
+//!   [`SimConfig::priorities`] overrides), FIFO within a level.
+//!   Priority thus preempts at chunk boundaries, never within a unit. A request's chunks
+//!   enter its first queue together, so at the first hop they are not interleaved with those
+//!   of later arrivals at the same level.
+//! * **Latency** = time the last unit of the last stage leaves its last queue − trace arrival
+//!   [ns], shaper waits and queueing included.
+//!
+//! # Time and units
+//!
+//! Time is `u64` nanoseconds of trace time. A unit's service time is `work / rate` rounded to
+//! the nearest ns (at most 0.5 ns error per unit). Events at the same instant run in the order
+//! they were scheduled, so results are a pure function of the inputs.
+//!
+//! # Outputs
+//!
+//! Per tenant ([`TenantResult`]): requests, bytes, exact nearest-rank p50/p90/p99/p99.9/max,
+//! and for every window of arrival time ([`SimConfig::window_s`], default 3 minutes, counted
+//! from the earliest arrival of any tenant) the p99.9 and the SLO percentile. `meets_slo`
+//! holds when every window's SLO percentile is ≤ the SLO latency (the papers' check). Per
+//! queue ([`QueueStats`]): units, work, busy time, last departure.
+//!
+//! # Not yet
+//!
+//! CLI (`tailbound simulate`), decisions file (priorities, rate limits, admitted tenants),
+//! OPT search, soundness harness, Pulsar's multi-resource buckets, propagation delays, TCP
+//! dynamics, finite buffers (queues are unbounded; nothing is dropped).
+
+mod engine;
+mod error;
+mod stats;
+
+pub use engine::{simulate, QueueStats, SimResult};
+pub use error::SimError;
+pub use stats::{nearest_rank, TenantResult, Window};
+
+use tailbound_curves::WorkFunction;
+use tailbound_model::Request;
+
+/// How links serve work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// packetized flows are served in units of `mtu_bytes` [bytes]
+    Chunked { mtu_bytes: u64 },
+    /// every request is one unit at every queue
+    Fluid,
+}
+
+impl Default for Service {
+    /// 1500-byte chunks (Ethernet MTU)
+    fn default() -> Self {
+        Service::Chunked { mtu_bytes: 1500 }
+    }
+}
+
+/// A token bucket in front of one flow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageShaping {
+    /// token rate [work/s]
+    pub rate: f64,
+    /// bucket depth [work]
+    pub burst: f64,
+}
+
+/// How to run a simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    pub service: Service,
+    /// priority level per tenant (0 highest), overriding
+    /// [`Network::priorities`](tailbound_model::Network::priorities)
+    pub priorities: Option<Vec<u32>>,
+    /// one optional shaper per network flow, indexed like
+    /// [`Network::flows`](tailbound_model::Network::flows); empty: none
+    pub shapers: Vec<Option<StageShaping>>,
+    /// length of the SLO-check windows [s]
+    pub window_s: f64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            service: Service::default(),
+            priorities: None,
+            shapers: Vec::new(),
+            window_s: 180.0,
+        }
+    }
+}
+
+/// The work one flow's requests put on its queues.
+#[derive(Clone, Copy)]
+pub struct FlowWork<'a> {
+    /// work per request, in the unit of the flow's queues
+    pub work: &'a dyn WorkFunction,
+    /// cut into MTU-sized chunks under [`Service::Chunked`] (links: true; storage: false)
+    pub packetized: bool,
+}
+
+impl<'a> FlowWork<'a> {
+    /// A network flow: bytes, chunked.
+    pub fn link(work: &'a dyn WorkFunction) -> Self {
+        FlowWork {
+            work,
+            packetized: true,
+        }
+    }
+
+    /// A device flow (storage): busy-seconds, always whole requests.
+    pub fn device(work: &'a dyn WorkFunction) -> Self {
+        FlowWork {
+            work,
+            packetized: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for FlowWork<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlowWork")
+            .field("unit", &self.work.unit())
+            .field("packetized", &self.packetized)
+            .finish()
+    }
+}
+
+/// One tenant's input: its requests sorted by arrival, and one [`FlowWork`] per flow in the
+/// order of its [`TenantSpec::flows`](tailbound_model::TenantSpec::flows).
+#[derive(Debug, Clone)]
+pub struct TenantWorkload<'a> {
+    pub requests: &'a [Request],
+    pub flows: Vec<FlowWork<'a>>,
+}
+
+/// Work equal to the request's size: `size_bytes` [bytes] (tests, synthetic workloads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SizeWork;
+
+impl WorkFunction for SizeWork {
+    fn work(&self, req: &Request) -> f64 {
+        req.size_bytes as f64
+    }
+    fn unit(&self) -> &'static str {
+        "bytes"
+    }
+}
