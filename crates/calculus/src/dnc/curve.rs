@@ -131,7 +131,7 @@ impl Arrival {
                 fixed[i] = fixed[i + 1];
             }
         }
-        let (out_breaks, out_rates) = merge_breaks(&breaks, &fixed, 0.0);
+        let (out_breaks, out_rates) = merge_breaks(breaks, &fixed, 0.0);
         let mut values = Vec::with_capacity(out_rates.len());
         values.push(burst);
         for i in 0..out_breaks.len() {
@@ -367,7 +367,7 @@ impl Service {
                 fixed[i] = fixed[i + 1];
             }
         }
-        let (out_breaks, out_rates) = merge_breaks(&breaks, &fixed, latency_s);
+        let (out_breaks, out_rates) = merge_breaks(breaks, &fixed, latency_s);
         let mut values = Vec::with_capacity(out_rates.len());
         values.push(0.0);
         for i in 0..out_breaks.len() {
