@@ -72,6 +72,18 @@ impl<T> PriorityQueue<T> {
             .find_map(|(level, q)| q.front().map(|item| (level, item)))
     }
 
+    /// The item [`PriorityQueue::pop`] would return, mutable in place (e.g. a run of packets
+    /// whose remaining count shrinks as they are served).
+    pub fn front_mut(&mut self) -> Option<(usize, &mut T)> {
+        if self.len == 0 {
+            return None;
+        }
+        self.levels
+            .iter_mut()
+            .enumerate()
+            .find_map(|(level, q)| q.front_mut().map(|item| (level, item)))
+    }
+
     /// Items queued over all levels.
     pub fn len(&self) -> usize {
         self.len
@@ -126,5 +138,20 @@ mod tests {
         assert_eq!(q.num_levels(), 4);
         assert!(q.is_empty());
         assert_eq!(q.peek(), None);
+    }
+
+    #[test]
+    fn front_mut_changes_the_head_in_place() {
+        let mut q = PriorityQueue::with_levels(2);
+        q.push(1, 10);
+        q.push(0, 20);
+        q.push(0, 21);
+        if let Some((level, head)) = q.front_mut() {
+            assert_eq!(level, 0);
+            *head += 5;
+        }
+        assert_eq!(q.pop(), Some((0, 25)));
+        assert_eq!(q.pop(), Some((0, 21)));
+        assert_eq!(q.front_mut().map(|(l, v)| (l, *v)), Some((1, 10)));
     }
 }

@@ -7,7 +7,7 @@ use crate::{FlowWork, Service, SimConfig, SimError, TenantWorkload};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tailbound_model::{Network, Request};
-use tailbound_shaping::TokenBucket;
+use tailbound_shaping::{PriorityQueue, TokenBucket};
 
 /// What one queue did during the run.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,8 +61,7 @@ struct Serving {
 
 struct QueueState {
     /// one FIFO per dense priority level, 0 highest
-    levels: Vec<VecDeque<Item>>,
-    queued: usize,
+    waiting: PriorityQueue<Item>,
     serving: Option<Serving>,
     ns_per_work: f64,
     stats: QueueStats,
@@ -267,8 +266,7 @@ impl<'a> Engine<'a> {
             .queues
             .iter()
             .map(|q| QueueState {
-                levels: vec![VecDeque::new(); n_levels],
-                queued: 0,
+                waiting: PriorityQueue::with_levels(n_levels),
                 serving: None,
                 ns_per_work: 1e9 / q.rate,
                 stats: QueueStats {
@@ -497,8 +495,7 @@ impl<'a> Engine<'a> {
 
     fn enqueue(&mut self, q: usize, level: usize, item: Item, now: u64) {
         let qs = &mut self.queues[q];
-        qs.levels[level].push_back(item);
-        qs.queued += 1;
+        qs.waiting.push(level, item);
         if qs.serving.is_none() {
             self.start(q, now);
         }
@@ -507,13 +504,7 @@ impl<'a> Engine<'a> {
     /// Starts serving the head chunk of the highest non-empty level, if any.
     fn start(&mut self, q: usize, now: u64) {
         let qs = &mut self.queues[q];
-        if qs.queued == 0 {
-            return;
-        }
-        let Some(level) = qs.levels.iter_mut().find(|l| !l.is_empty()) else {
-            return;
-        };
-        let Some(head) = level.front_mut() else {
+        let Some((_, head)) = qs.waiting.front_mut() else {
             return;
         };
         let (slot, hop) = (head.slot, head.hop);
@@ -524,8 +515,7 @@ impl<'a> Engine<'a> {
         };
         head.chunks -= 1;
         if head.chunks == 0 {
-            level.pop_front();
-            qs.queued -= 1;
+            qs.waiting.pop();
         }
         let service_ns = (work * qs.ns_per_work).round() as u64;
         qs.serving = Some(Serving { slot, hop, work });
