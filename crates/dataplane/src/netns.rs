@@ -357,6 +357,15 @@ pub fn enter(name: &str) -> Result<(), NetnsError> {
 mod tests {
     use super::*;
 
+    /// The tests below create namespaces and run `cleanup_stale`, which deletes every
+    /// dead-pid namespace: run concurrently, one test's cleanup can remove another's fake
+    /// stale namespace while `ip netns add` is still creating it. They take turns.
+    static NETNS_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn netns_turn() -> std::sync::MutexGuard<'static, ()> {
+        NETNS_TESTS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn owner_pid_reads_the_prefix_and_pid() {
         assert_eq!(owner_pid("tailbound-1234-0-srv"), Some(1234));
@@ -366,6 +375,7 @@ mod tests {
 
     #[test]
     fn stale_namespaces_of_dead_processes_are_removed_and_live_ones_kept() {
+        let _turn = netns_turn();
         // SAFETY: no preconditions.
         if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
             eprintln!("skipped: needs root and iproute2");
@@ -390,6 +400,7 @@ mod tests {
 
     #[test]
     fn concurrent_cleanups_do_not_fail_each_other() {
+        let _turn = netns_turn();
         // regression: two cleanups racing for one stale namespace made the loser fail, and
         // with it TwoHosts::create
         // SAFETY: no preconditions.
@@ -410,6 +421,7 @@ mod tests {
 
     #[test]
     fn two_hosts_with_bridge_and_shaping_are_built_and_removed() {
+        let _turn = netns_turn();
         // SAFETY: no preconditions.
         if unsafe { libc::geteuid() } != 0 || Command::new("ip").arg("-V").output().is_err() {
             eprintln!("skipped: needs root and iproute2");
