@@ -9,6 +9,7 @@
 //! Main types: [`Request`] and [`Op`], [`Stage`], [`Slo`] and [`Percentile`], [`RbCurve`],
 //! [`ArrivalCurve`], [`Mmpp`]; unit parsers in [`units`].
 
+pub mod decisions;
 pub mod network;
 pub mod request;
 pub mod slo;
@@ -16,6 +17,7 @@ pub mod stage;
 pub mod traffic;
 pub mod units;
 
+pub use decisions::{Decisions, DecisionsError, RateLimit, TenantDecision};
 pub use network::{Flow, Network, NetworkError, Queue, TenantSpec};
 pub use request::{Op, OpKind, Request};
 pub use slo::{Percentile, Slo, SloError};

@@ -1,0 +1,192 @@
+//! What a policy decided, in the form the enforcers and the simulator take it: which tenants
+//! run, at which priority, on which server, behind which token buckets.
+//!
+//! Every decision command (`tailbound admit`, `tailbound place`, ...) emits a [`Decisions`]
+//! (JSON); `tailbound simulate --decisions FILE` replays a scenario under it. Rate limits are
+//! per flow of the [`Network`](crate::Network) (`<tenant>-req`, `<tenant>-storage`,
+//! `<tenant>-resp` in scenario networks), in the unit of the flow's queues: bytes on links,
+//! busy-seconds on storage.
+//!
+//! ```json
+//! {"policy": "snc-meister",
+//!  "tenants": [{"name": "t0", "admitted": true, "priority": 0,
+//!               "limits": [{"flow": "t0-req", "rate": 1.2e6, "burst": 64000}]}]}
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+/// The decisions of one policy over a set of tenants.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decisions {
+    /// the policy that decided (`snc-meister`, `compactor`, ...)
+    #[serde(default)]
+    pub policy: String,
+    /// one entry per tenant the policy saw, in arrival order
+    pub tenants: Vec<TenantDecision>,
+}
+
+/// One tenant's decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantDecision {
+    pub name: String,
+    /// runs with its guarantees (false: rejected, best effort; a replay leaves it out)
+    pub admitted: bool,
+    /// priority level, 0 highest; `None`: derived from the SLO
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    /// the server (host) the tenant was placed on; `None`: the scenario's own
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// token buckets in front of the tenant's flows; flows not listed are not shaped
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<RateLimit>,
+}
+
+/// A token bucket in front of one flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// the flow's name in the network
+    pub flow: String,
+    /// token rate [work/s]
+    pub rate: f64,
+    /// bucket depth [work]
+    pub burst: f64,
+}
+
+/// A decisions file that cannot be right.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecisionsError {
+    #[error("tenant {0:?} appears twice in the decisions")]
+    DuplicateTenant(String),
+    #[error("tenant {tenant:?} limits flow {flow:?} twice")]
+    DuplicateLimit { tenant: String, flow: String },
+    #[error(
+        "tenant {tenant:?}, flow {flow:?}: rate {rate} is not allowed; expected a finite rate > 0 [work/s]"
+    )]
+    Rate {
+        tenant: String,
+        flow: String,
+        rate: f64,
+    },
+    #[error(
+        "tenant {tenant:?}, flow {flow:?}: burst {burst} is not allowed; expected a finite burst >= 0 [work]"
+    )]
+    Burst {
+        tenant: String,
+        flow: String,
+        burst: f64,
+    },
+}
+
+impl Decisions {
+    /// Checks that tenants and limited flows are unique and that every bucket is finite and
+    /// positive. Whether the names exist in a network is for the caller to check.
+    pub fn validate(&self) -> Result<(), DecisionsError> {
+        let mut names = HashSet::new();
+        for t in &self.tenants {
+            if !names.insert(t.name.as_str()) {
+                return Err(DecisionsError::DuplicateTenant(t.name.clone()));
+            }
+            let mut flows = HashSet::new();
+            for l in &t.limits {
+                if !flows.insert(l.flow.as_str()) {
+                    return Err(DecisionsError::DuplicateLimit {
+                        tenant: t.name.clone(),
+                        flow: l.flow.clone(),
+                    });
+                }
+                if !(l.rate.is_finite() && l.rate > 0.0) {
+                    return Err(DecisionsError::Rate {
+                        tenant: t.name.clone(),
+                        flow: l.flow.clone(),
+                        rate: l.rate,
+                    });
+                }
+                if !(l.burst.is_finite() && l.burst >= 0.0) {
+                    return Err(DecisionsError::Burst {
+                        tenant: t.name.clone(),
+                        flow: l.flow.clone(),
+                        burst: l.burst,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The decision for `name`, if any.
+    pub fn tenant(&self, name: &str) -> Option<&TenantDecision> {
+        self.tenants.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(rate: f64, burst: f64) -> Decisions {
+        Decisions {
+            policy: "p".into(),
+            tenants: vec![TenantDecision {
+                name: "t0".into(),
+                admitted: true,
+                priority: Some(1),
+                server: None,
+                limits: vec![RateLimit {
+                    flow: "t0-req".into(),
+                    rate,
+                    burst,
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let d = one(1e6, 1500.0);
+        let text = serde_json::to_string(&d).unwrap();
+        assert_eq!(serde_json::from_str::<Decisions>(&text).unwrap(), d);
+        assert!(!text.contains("server"), "{text}");
+    }
+
+    #[test]
+    fn rejects_bad_buckets_and_duplicates() {
+        assert!(one(1e6, 0.0).validate().is_ok());
+        for (r, b) in [
+            (0.0, 1.0),
+            (-1.0, 1.0),
+            (f64::NAN, 1.0),
+            (1.0, -1.0),
+            (1.0, f64::INFINITY),
+        ] {
+            assert!(one(r, b).validate().is_err(), "rate {r} burst {b}");
+        }
+        let mut d = one(1.0, 1.0);
+        d.tenants.push(d.tenants[0].clone());
+        assert_eq!(
+            d.validate(),
+            Err(DecisionsError::DuplicateTenant("t0".into()))
+        );
+        let mut d = one(1.0, 1.0);
+        let l = d.tenants[0].limits[0].clone();
+        d.tenants[0].limits.push(l);
+        assert!(matches!(
+            d.validate(),
+            Err(DecisionsError::DuplicateLimit { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_fields_are_errors() {
+        let e = serde_json::from_str::<Decisions>(
+            r#"{"tenants":[{"name":"a","admitted":true,"prio":1}]}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("prio"), "{e}");
+    }
+}
