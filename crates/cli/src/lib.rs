@@ -52,6 +52,11 @@ pub enum Command {
     /// Reproduce the papers' experiments (JSON and SVG output)
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
+    /// Replay the held-out half of every tenant's trace and check the SLOs (optionally under
+    /// a policy's decisions)
+    Simulate(cmd::simulate::SimulateArgs),
+    /// The most tenants, in arrival order, that all meet their SLOs in replay (OPT)
+    Opt(cmd::simulate::OptArgs),
     /// Measure RTT distributions of TCP and UDP exchanges (the tail-latency study)
     #[command(subcommand)]
     Probe(cmd::probe::ProbeCommand),
@@ -66,6 +71,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bound(a) => cmd::bound::run(a),
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Probe(c) => cmd::probe::run(c),
+        Command::Simulate(a) => cmd::simulate::run_simulate(a),
+        Command::Opt(a) => cmd::simulate::run_opt(a),
     }
 }
 

@@ -158,3 +158,72 @@ pub struct BoundFlow {
     /// [s], null when unbounded
     pub bound_s: Option<f64>,
 }
+
+/// `tailbound simulate --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimReport {
+    pub scenario: String,
+    /// events the engine processed (arrivals, shaper releases, chunk departures)
+    pub events: u64,
+    /// the tenants that ran, in scenario order
+    pub tenants: Vec<SimTenant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimTenant {
+    pub name: String,
+    pub requests: u64,
+    /// sum of request sizes [bytes]
+    pub bytes: u64,
+    /// SLO latency [s]
+    pub slo_s: f64,
+    /// SLO percentile, e.g. 99.9
+    pub percentile: f64,
+    pub latency_s: LatencySummary,
+    /// one per window of arrival time holding requests (3 minutes by default)
+    pub windows: Vec<SimWindow>,
+    /// every window's SLO percentile ≤ the SLO latency
+    pub meets_slo: bool,
+}
+
+/// Exact nearest-rank latency percentiles [s].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    #[serde(rename = "p99.9")]
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimWindow {
+    /// window start in trace time [s]
+    pub start_s: f64,
+    pub requests: u64,
+    /// p99.9 of the window's requests [s]
+    #[serde(rename = "p99.9")]
+    pub p999: f64,
+    /// the tenant's SLO percentile of the window's requests [s]
+    pub slo_percentile_s: f64,
+}
+
+/// `tailbound opt --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptReport {
+    pub scenario: String,
+    /// the largest n whose first n tenants all meet their SLOs in replay
+    pub opt: usize,
+    /// tenants in the scenario
+    pub tenants: usize,
+    /// the bisection's probes in the order tried
+    pub probes: Vec<OptProbe>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptProbe {
+    pub n: usize,
+    pub all_meet: bool,
+}

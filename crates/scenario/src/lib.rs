@@ -30,6 +30,8 @@ pub use tailbound_model::Network;
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use tailbound_curves::{stage_work, StorageProfile, WorkFunction};
+use tailbound_model::Stage;
 use tailbound_trace::{GenSpec, Trace};
 
 /// A network ready for the calculus, with where each tenant's traffic came from.
@@ -38,6 +40,49 @@ pub struct Scenario {
     pub network: Network,
     /// one per tenant, in the order of [`Network::tenants`]
     pub tenants: Vec<TenantSource>,
+    /// one per tenant: its client and server hosts, when the format names them
+    pub hosts: Vec<Option<TenantHosts>>,
+    /// one per flow, in the order of [`Network::flows`]: how its requests became work
+    /// (`None` for a model config, whose flows came without requests)
+    pub flows: Vec<Option<FlowSource>>,
+}
+
+/// The hosts a tenant's flows run between (queues `<client>-out`, `<server>-in`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TenantHosts {
+    pub client: String,
+    pub server: String,
+}
+
+/// How one flow's requests became work, so that a replay loads the queues exactly as
+/// characterization did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowSource {
+    pub stage: Stage,
+    /// the device profile of a [`Stage::Storage`] flow
+    #[serde(skip)]
+    pub profile: Option<StorageProfile>,
+}
+
+impl FlowSource {
+    /// A network flow (bytes by [`stage_work`]).
+    pub fn network(stage: Stage) -> FlowSource {
+        FlowSource {
+            stage,
+            profile: None,
+        }
+    }
+
+    /// The work function of this flow's stage; a storage flow without a profile uses the
+    /// bundled Intel 710 SSD profile, as characterization does.
+    pub fn work(&self) -> &dyn WorkFunction {
+        static DEFAULT: std::sync::OnceLock<StorageProfile> = std::sync::OnceLock::new();
+        let profile = self
+            .profile
+            .as_ref()
+            .unwrap_or_else(|| DEFAULT.get_or_init(StorageProfile::intel710_ssd));
+        stage_work(self.stage, profile)
+    }
 }
 
 /// Which part of a trace characterizes a tenant; the rest is what a replay should check.
@@ -91,26 +136,19 @@ impl TenantSource {
     /// The requests to replay: the part of the trace that did not characterize the tenant
     /// (see [`Part::split`]); `None` for a model config, which has no requests.
     pub fn replay_trace(&self) -> Result<Option<Trace>, ScenarioError> {
-        let (trace, part, origin) = match self {
-            TenantSource::Trace { path, part } => {
-                let t = tailbound_trace::read_trace(path).map_err(|e| ScenarioError::Trace {
-                    path: path.clone(),
-                    at: "replay".into(),
-                    trace: path.clone(),
-                    message: e.kind.to_string(),
-                })?;
-                (t, *part, path.clone())
-            }
-            TenantSource::Generated { spec, seed, part } => {
-                let t =
-                    tailbound_trace::generate(spec, *seed).map_err(|e| ScenarioError::Format {
-                        path: PathBuf::from(format!("<generator seed {seed}>")),
-                        message: e.to_string(),
-                    })?;
-                let name = PathBuf::from(t.name.clone());
-                (t, *part, name)
-            }
+        let part = match self {
+            TenantSource::Trace { part, .. } | TenantSource::Generated { part, .. } => *part,
             TenantSource::ModelConfig { .. } => return Ok(None),
+        };
+        self.replay_part(part)
+    }
+
+    /// The requests a replay of `part`'s complement would use: the second half for
+    /// [`Part::FirstHalf`] (rebased, see [`Part::split`]), everything for [`Part::Whole`];
+    /// `None` for a model config.
+    pub fn replay_part(&self, part: Part) -> Result<Option<Trace>, ScenarioError> {
+        let Some((trace, origin)) = self.full_trace()? else {
+            return Ok(None);
         };
         let (_, replay) = part.split(&trace).map_err(|e| ScenarioError::Trace {
             path: origin.clone(),
@@ -119,6 +157,31 @@ impl TenantSource {
             message: e.to_string(),
         })?;
         Ok(Some(replay))
+    }
+
+    /// The whole trace and where it came from; `None` for a model config.
+    fn full_trace(&self) -> Result<Option<(Trace, PathBuf)>, ScenarioError> {
+        match self {
+            TenantSource::Trace { path, .. } => {
+                let t = tailbound_trace::read_trace(path).map_err(|e| ScenarioError::Trace {
+                    path: path.clone(),
+                    at: "replay".into(),
+                    trace: path.clone(),
+                    message: e.kind.to_string(),
+                })?;
+                Ok(Some((t, path.clone())))
+            }
+            TenantSource::Generated { spec, seed, .. } => {
+                let t =
+                    tailbound_trace::generate(spec, *seed).map_err(|e| ScenarioError::Format {
+                        path: PathBuf::from(format!("<generator seed {seed}>")),
+                        message: e.to_string(),
+                    })?;
+                let name = PathBuf::from(t.name.clone());
+                Ok(Some((t, name)))
+            }
+            TenantSource::ModelConfig { .. } => Ok(None),
+        }
     }
 }
 

@@ -73,7 +73,7 @@
 use crate::characterize::characterize;
 use crate::error::ScenarioError;
 use crate::snc_meister::{parse_json, read_text, validate};
-use crate::{relative_to, Part, Scenario, TenantSource};
+use crate::{relative_to, FlowSource, Part, Scenario, TenantHosts, TenantSource};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -162,6 +162,28 @@ pub struct Characterize {
     /// MMPP state size model
     #[serde(default)]
     pub sizes: SizeKind,
+    /// MMPP counting interval, e.g. "1s" (SNC-Meister's, the default) or "100ms" (sees
+    /// sub-second bursts)
+    #[serde(default)]
+    pub interval: Option<FitInterval>,
+}
+
+/// An MMPP counting interval written as a duration ("1s", "250ms") [s].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitInterval(pub f64);
+
+impl<'de> Deserialize<'de> for FitInterval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FitInterval, D::Error> {
+        let text = String::deserialize(d)?;
+        let s = parse_duration_s(&text).map_err(serde::de::Error::custom)?;
+        if s > 0.0 {
+            Ok(FitInterval(s))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "interval {text:?} is not allowed; expected a duration > 0, e.g. \"1s\""
+            )))
+        }
+    }
 }
 
 /// Reads a scenario in tailbound's own format: TOML if the extension is `.toml`, JSON
@@ -266,6 +288,8 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
     let opts = file.characterize;
     let mut seen = HashSet::new();
     let mut sources = Vec::with_capacity(file.tenants.len());
+    let mut tenant_hosts = Vec::with_capacity(file.tenants.len());
+    let mut flow_sources = Vec::new();
     for (ti, t) in file.tenants.iter().enumerate() {
         let at = format!("tenant {:?}", t.name);
         if t.name.trim().is_empty() {
@@ -408,15 +432,22 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
         specs.push(("resp", Stage::NetOut, vec![server.out, client.inn]));
         let mut flows = Vec::with_capacity(specs.len());
         for (suffix, stage, queues) in specs {
-            let (mmpp, arrival) =
-                characterize(&part.requests, stage_work(stage, profile), opts.sizes).map_err(
-                    |m| ScenarioError::Trace {
-                        path: path.to_path_buf(),
-                        at: at.clone(),
-                        trace: trace_name.clone(),
-                        message: format!("{stage} work: {m}"),
-                    },
-                )?;
+            flow_sources.push(Some(FlowSource {
+                stage,
+                profile: (stage == Stage::Storage).then(|| profile.clone()),
+            }));
+            let (mmpp, arrival) = characterize(
+                &part.requests,
+                stage_work(stage, profile),
+                opts.sizes,
+                opts.interval.map_or(1.0, |i| i.0),
+            )
+            .map_err(|m| ScenarioError::Trace {
+                path: path.to_path_buf(),
+                at: at.clone(),
+                trace: trace_name.clone(),
+                message: format!("{stage} work: {m}"),
+            })?;
             flows.push(net.flows.len());
             net.flows.push(Flow {
                 name: format!("{}-{suffix}", t.name),
@@ -434,6 +465,10 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
             priority: t.priority,
         });
         sources.push(source);
+        tenant_hosts.push(Some(TenantHosts {
+            client: t.client.clone(),
+            server: t.server.clone(),
+        }));
     }
     validate(path, &net)?;
     tracing::debug!(
@@ -446,6 +481,8 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
     Ok(Scenario {
         network: net,
         tenants: sources,
+        hosts: tenant_hosts,
+        flows: flow_sources,
     })
 }
 

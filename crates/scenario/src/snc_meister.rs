@@ -88,7 +88,7 @@
 
 use crate::characterize::characterize;
 use crate::error::ScenarioError;
-use crate::{relative_to, Part, Scenario, TenantSource};
+use crate::{relative_to, FlowSource, Part, Scenario, TenantHosts, TenantSource};
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -289,9 +289,12 @@ fn config_network(path: &Path, file: ConfigFile) -> Result<Scenario, ScenarioErr
         tenants = net.tenants.len(),
         "read SNC-Meister model config"
     );
+    let flows = vec![None; net.flows.len()];
     Ok(Scenario {
+        hosts: vec![None; net.tenants.len()],
         network: net,
         tenants: sources,
+        flows,
     })
 }
 
@@ -581,6 +584,8 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
     let mut flows = Vec::with_capacity(2 * names.len());
     let mut tenants = Vec::with_capacity(names.len());
     let mut sources = Vec::with_capacity(names.len());
+    let mut tenant_hosts = Vec::with_capacity(names.len());
+    let mut flow_sources = Vec::new();
     let profile = StorageProfile::intel710_ssd();
     for (i, c) in file.clients.iter().enumerate() {
         let at = format!("client {}", names[i]);
@@ -610,17 +615,21 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
         ];
         let mut own_flows = Vec::with_capacity(2);
         for (flow_name, stage, queues) in specs {
-            let (mmpp, arrival) =
-                characterize(&part.requests, stage_work(stage, &profile), options.sizes).map_err(
-                    |m| {
-                        trace_error(
-                            path,
-                            &at,
-                            &trace_path,
-                            format!("{flow_name} ({stage}): {m}"),
-                        )
-                    },
-                )?;
+            flow_sources.push(Some(FlowSource::network(stage)));
+            let (mmpp, arrival) = characterize(
+                &part.requests,
+                stage_work(stage, &profile),
+                options.sizes,
+                1.0,
+            )
+            .map_err(|m| {
+                trace_error(
+                    path,
+                    &at,
+                    &trace_path,
+                    format!("{flow_name} ({stage}): {m}"),
+                )
+            })?;
             let [q0, q1] = queues;
             own_flows.push(flows.len());
             flows.push(Flow {
@@ -642,6 +651,10 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
             path: trace_path,
             part: options.part,
         });
+        tenant_hosts.push(Some(TenantHosts {
+            client: c.client_host.clone(),
+            server: c.server_host.clone(),
+        }));
     }
     net.flows = flows;
     net.tenants = tenants;
@@ -655,6 +668,8 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
     Ok(Scenario {
         network: net,
         tenants: sources,
+        hosts: tenant_hosts,
+        flows: flow_sources,
     })
 }
 

@@ -2,10 +2,14 @@
 //! [`Network`](tailbound_model::Network): the check behind every bound (snc-meister §5.4,
 //! workload-compactor §4.2/§5.2; `shared/DESIGN.md`, Verification: Simulator).
 //!
-//! This crate is the engine core only: no I/O, no clock, no randomness. Loading scenarios and
-//! traces lives in `tailbound-scenario`; the `tailbound simulate` command, the decisions file,
-//! the OPT search and the soundness harness against the calculus bounds are still to come
-//! (issue 4).
+//! The engine ([`simulate`]) does no I/O, reads no clock and draws no random numbers.
+//! [`replay`] is the glue to the rest of the system: it loads a scenario's held-out requests
+//! (`tailbound-scenario`), applies a policy's [`Decisions`](tailbound_model::Decisions)
+//! (who runs, priorities, servers, rate limits) as a [`Plan`], runs the engine, and searches
+//! OPT (snc-meister §6.2). The `tailbound simulate` and `tailbound opt` commands are thin
+//! wrappers. The soundness harness (`tests/integration/soundness.rs`) checks the engine
+//! against the calculus on random scenarios: simulated max ≤ DNC bound, simulated p99.9 ≤
+//! SNC-Meister bound (plus the packetization allowance).
 //!
 //! # What it models
 //!
@@ -62,16 +66,17 @@
 //!
 //! # Not yet
 //!
-//! CLI (`tailbound simulate`), decisions file (priorities, rate limits, admitted tenants),
-//! OPT search, soundness harness, Pulsar's multi-resource buckets, propagation delays, TCP
-//! dynamics, finite buffers (queues are unbounded; nothing is dropped).
+//! Propagation delays, TCP dynamics, finite buffers (queues are unbounded; nothing is
+//! dropped).
 
 mod engine;
 mod error;
+pub mod replay;
 mod stats;
 
 pub use engine::{simulate, QueueStats, SimResult};
 pub use error::SimError;
+pub use replay::{opt, Opt, Plan, Replay, ReplayError, ReplayPart};
 pub use stats::{nearest_rank, TenantResult, Window};
 
 use tailbound_curves::WorkFunction;

@@ -6,6 +6,7 @@ pub mod curve;
 pub mod demo;
 pub mod experiment;
 pub mod probe;
+pub mod simulate;
 pub mod trace;
 
 use anyhow::Context;

@@ -8,4 +8,5 @@ mod demo;
 mod errors;
 mod experiment;
 mod probe;
+mod simulate;
 mod trace;

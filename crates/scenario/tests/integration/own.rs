@@ -176,3 +176,46 @@ fn json_with_trace_and_model_tenants() {
     let req = s.network.flows[2].mmpp.as_ref().unwrap();
     assert!((req.states[0].sizes.mean() - (200.0 + 0.025 * 4096.0)).abs() < 1e-6);
 }
+
+#[test]
+fn flows_remember_their_stage_and_tenants_their_hosts() {
+    let s = load(&example()).unwrap();
+    let stages: Vec<_> = s
+        .flows
+        .iter()
+        .map(|f| f.as_ref().expect("trace flows have a source").stage)
+        .collect();
+    use Stage::*;
+    assert_eq!(
+        stages,
+        [NetIn, NetOut, NetIn, Storage, NetOut, NetIn, NetOut]
+    );
+    assert!(s.flows[3].as_ref().unwrap().profile.is_some());
+    let hosts = s.hosts[1].as_ref().unwrap();
+    assert_eq!(
+        (hosts.client.as_str(), hosts.server.as_str()),
+        ("client1", "server1")
+    );
+}
+
+#[test]
+fn a_finer_fit_interval_sees_more_states_and_bad_intervals_are_errors() {
+    let text = std::fs::read_to_string(example()).unwrap();
+    let fine = text.replace(
+        "sizes = \"exponential\"",
+        "sizes = \"exponential\"\ninterval = \"100ms\"",
+    );
+    let coarse = own::parse_toml(&example(), &text).unwrap();
+    let fine = own::parse_toml(&example(), &fine).unwrap();
+    let mmpp = |s: &tailbound_scenario::Scenario| s.network.flows[0].mmpp.clone().unwrap();
+    assert_eq!(mmpp(&coarse).interval_s, 1.0);
+    assert_eq!(mmpp(&fine).interval_s, 0.1);
+    for bad in ["0s", "fast", "-1s"] {
+        let t = text.replace(
+            "sizes = \"exponential\"",
+            &format!("sizes = \"exponential\"\ninterval = \"{bad}\""),
+        );
+        let e = own::parse_toml(&example(), &t).unwrap_err().to_string();
+        assert!(e.contains("interval") || e.contains(bad), "{bad}: {e}");
+    }
+}

@@ -4,6 +4,8 @@ mod chunking;
 mod common;
 mod conservation;
 mod determinism;
+mod plan;
 mod replay;
 mod shaping;
+mod soundness;
 mod theory;

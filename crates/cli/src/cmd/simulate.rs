@@ -1,0 +1,309 @@
+//! `tailbound simulate SCENARIO [--decisions F]`: replay the held-out half of every tenant's
+//! trace through the scenario's queues and check each tenant's windowed SLO percentile;
+//! `tailbound opt SCENARIO`: the largest n whose first n tenants all meet their SLOs.
+
+use super::{display_name, print_json, progress, write_svg};
+use crate::report::{LatencySummary, OptProbe, OptReport, SimReport, SimTenant, SimWindow};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+use tailbound_model::units::format_duration_s;
+use tailbound_model::Decisions;
+use tailbound_plot::{Chart, Figure, Scale, Series};
+use tailbound_scenario::Scenario;
+use tailbound_sim::{opt, Plan, Replay, ReplayPart, Service, SimResult};
+
+/// Which requests a replay uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayArg {
+    /// the second half of each trace (the first half characterized the tenant)
+    SecondHalf,
+    /// the whole trace
+    Whole,
+}
+
+impl From<ReplayArg> for ReplayPart {
+    fn from(r: ReplayArg) -> ReplayPart {
+        match r {
+            ReplayArg::SecondHalf => ReplayPart::SecondHalf,
+            ReplayArg::Whole => ReplayPart::Whole,
+        }
+    }
+}
+
+/// How the simulated links serve work.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// which requests of each trace to replay
+    #[arg(long, value_enum, default_value_t = ReplayArg::SecondHalf)]
+    pub replay: ReplayArg,
+    /// links serve MTU-sized chunks of this many bytes (strict priority preempts between
+    /// chunks)
+    #[arg(long, default_value_t = 1500, conflicts_with = "fluid")]
+    pub mtu: u64,
+    /// serve every request as one unit per queue instead of chunks
+    #[arg(long)]
+    pub fluid: bool,
+    /// length of the SLO-check windows (the papers: 3 minutes), e.g. 180s, 3min
+    #[arg(long, default_value = "180s", value_parser = parse_window)]
+    pub window: f64,
+}
+
+fn parse_window(s: &str) -> Result<f64, String> {
+    tailbound_model::units::parse_duration_s(s).map_err(|e| e.to_string())
+}
+
+impl EngineArgs {
+    fn service(&self) -> Service {
+        if self.fluid {
+            Service::Fluid
+        } else {
+            Service::Chunked {
+                mtu_bytes: self.mtu,
+            }
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// scenario: tailbound's own (TOML/JSON) or SNC-Meister's topology JSON (with traces)
+    pub scenario: PathBuf,
+    /// a policy's decisions (JSON from `tailbound admit`/`place`): which tenants run, their
+    /// priorities, servers and rate limits; default: every tenant, priorities by SLO, no
+    /// rate limits
+    #[arg(long)]
+    pub decisions: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// write latency CCDFs and windowed SLO percentiles per tenant as SVG
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct OptArgs {
+    /// scenario: tailbound's own (TOML/JSON) or SNC-Meister's topology JSON (with traces);
+    /// tenants arrive in file order
+    pub scenario: PathBuf,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn load_scenario(path: &Path) -> anyhow::Result<Scenario> {
+    tailbound_scenario::load(path)
+        .with_context(|| format!("cannot load scenario {}", path.display()))
+}
+
+/// Reads a decisions file (JSON).
+pub fn read_decisions(path: &Path) -> anyhow::Result<Decisions> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read decisions {}", path.display()))?;
+    let d: Decisions = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a decisions file (JSON {{\"policy\": .., \"tenants\": [{{\"name\", \
+             \"admitted\", \"priority\", \"server\", \"limits\": [{{\"flow\", \"rate\", \
+             \"burst\"}}]}}]}})",
+            path.display()
+        )
+    })?;
+    d.validate()
+        .with_context(|| format!("{}: invalid decisions", path.display()))?;
+    Ok(d)
+}
+
+pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
+    let scenario = load_scenario(&a.scenario)?;
+    let plan = match &a.decisions {
+        Some(path) => Plan::from_decisions(&scenario, &read_decisions(path)?)
+            .with_context(|| format!("cannot apply decisions {}", path.display()))?,
+        None => Plan::all(&scenario),
+    };
+    let replay = Replay::load(&scenario, a.engine.replay.into())
+        .with_context(|| format!("cannot replay {}", a.scenario.display()))?;
+    let result = replay.run(&plan, a.engine.service(), a.engine.window)?;
+    let report = sim_report(&scenario, &plan, &result, display_name(&a.scenario));
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", table(&report));
+    }
+    if let Some(path) = &a.svg {
+        write_svg(path, &figure(&report, &result))?;
+    }
+    Ok(if report.tenants.iter().all(|t| t.meets_slo) {
+        Outcome::Ok
+    } else {
+        Outcome::CheckFailed
+    })
+}
+
+pub fn run_opt(a: OptArgs) -> anyhow::Result<Outcome> {
+    let scenario = load_scenario(&a.scenario)?;
+    let replay = Replay::load(&scenario, a.engine.replay.into())
+        .with_context(|| format!("cannot replay {}", a.scenario.display()))?;
+    let total = scenario.network.tenants.len();
+    let steps = (usize::BITS - total.leading_zeros()) as u64 + 1;
+    let bar = progress(steps, a.json, "opt");
+    let found = opt(&replay, a.engine.service(), a.engine.window, |n, ok| {
+        bar.set_message(format!("n={n} {}", if ok { "meets" } else { "misses" }));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let report = OptReport {
+        scenario: display_name(&a.scenario),
+        opt: found.n,
+        tenants: found.tenants,
+        probes: found
+            .probes
+            .iter()
+            .map(|&(n, all_meet)| OptProbe { n, all_meet })
+            .collect(),
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{}: OPT = {} of {} tenants (the first {} all meet their SLOs in replay)",
+            report.scenario, report.opt, report.tenants, report.opt
+        );
+        for p in &report.probes {
+            println!(
+                "  first {:>4}: {}",
+                p.n,
+                if p.all_meet { "all meet" } else { "some miss" }
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn sim_report(scenario: &Scenario, plan: &Plan, r: &SimResult, name: String) -> SimReport {
+    SimReport {
+        scenario: name,
+        events: r.events,
+        tenants: plan
+            .tenants
+            .iter()
+            .zip(&r.tenants)
+            .map(|(&ti, t)| {
+                let slo = scenario.network.tenants[ti].slo;
+                SimTenant {
+                    name: t.name.clone(),
+                    requests: t.requests,
+                    bytes: t.bytes,
+                    slo_s: slo.latency_s,
+                    percentile: slo.percentile.value(),
+                    latency_s: LatencySummary {
+                        mean: t.mean_s,
+                        p50: t.p50_s,
+                        p90: t.p90_s,
+                        p99: t.p99_s,
+                        p999: t.p999_s,
+                        max: t.max_s,
+                    },
+                    windows: t
+                        .windows
+                        .iter()
+                        .map(|w| SimWindow {
+                            start_s: w.start_s,
+                            requests: w.requests,
+                            p999: w.p999_s,
+                            slo_percentile_s: w.slo_percentile_s,
+                        })
+                        .collect(),
+                    meets_slo: t.meets_slo,
+                }
+            })
+            .collect(),
+    }
+}
+
+fn table(r: &SimReport) -> String {
+    let rows: Vec<Vec<String>> = r
+        .tenants
+        .iter()
+        .map(|t| {
+            let worst = t
+                .windows
+                .iter()
+                .map(|w| w.slo_percentile_s)
+                .fold(0.0, f64::max);
+            vec![
+                t.name.clone(),
+                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
+                t.requests.to_string(),
+                format_duration_s(t.latency_s.p50),
+                format_duration_s(t.latency_s.p99),
+                format_duration_s(t.latency_s.p999),
+                format_duration_s(t.latency_s.max),
+                format_duration_s(worst),
+                if t.meets_slo { "yes" } else { "NO" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = format!("{}: replayed {} events\n", r.scenario, r.events);
+    out += &render(
+        &[
+            "tenant",
+            "SLO",
+            "requests",
+            "p50",
+            "p99",
+            "p99.9",
+            "max",
+            "worst window",
+            "meets SLO",
+        ],
+        &rows,
+    );
+    out
+}
+
+/// Left: each tenant's latency CCDF; right: each tenant's windowed SLO percentile over its
+/// SLO (≤ 1 meets).
+fn figure(r: &SimReport, result: &SimResult) -> Figure {
+    let mut ccdf = Chart::new("latency CCDF per tenant")
+        .x_label("latency [s]")
+        .y_label("P(latency > x)")
+        .x_scale(Scale::Log)
+        .y_scale(Scale::Log);
+    let mut windows = Chart::new("windowed SLO percentile / SLO")
+        .x_label("window start [s]")
+        .y_label("ratio (≤ 1 meets)")
+        .y_from_zero(true);
+    for (t, res) in r.tenants.iter().zip(&result.tenants) {
+        let n = res.latencies_ns.len();
+        if n > 0 {
+            // at most ~400 points per curve: every distinct rank near the tail, thinned below
+            let step = (n / 400).max(1);
+            let mut pts: Vec<(f64, f64)> = Vec::new();
+            for (i, &l) in res.latencies_ns.iter().enumerate() {
+                let above = (n - i - 1) as f64 / n as f64;
+                if l > 0 && above > 0.0 && (i % step == 0 || n - i < 2000) {
+                    pts.push((l as f64 * 1e-9, above));
+                }
+            }
+            if !pts.is_empty() {
+                ccdf = ccdf.series(Series::step(&t.name, pts));
+            }
+        }
+        let w: Vec<(f64, f64)> = t
+            .windows
+            .iter()
+            .map(|w| (w.start_s, w.slo_percentile_s / t.slo_s))
+            .collect();
+        if !w.is_empty() {
+            windows = windows.series(Series::points(&t.name, w));
+        }
+    }
+    Figure::new(vec![ccdf, windows]).columns(2)
+}

@@ -1,0 +1,186 @@
+//! The soundness harness (issue 4): for random small scenarios — 1–8 tenants with Poisson,
+//! MMPP or on/off traffic, random sizes, SLOs and hosts — no tenant's simulated latency may
+//! exceed the bounds the calculus computes for the same inputs:
+//!
+//! * the DNC bound (a worst case) is checked against the **maximum** simulated latency;
+//! * the SNC-Meister bound at ε = 10⁻³ against the simulated **p99.9**.
+//!
+//! Same inputs means: every flow is characterized on the whole trace (`part = "whole"`,
+//! MMPPs counted in [`FIT_INTERVAL`]s) and the whole trace is replayed. The calculus serves
+//! fluid work; the simulator serves 1500-byte chunks, store-and-forward, non-preemptive
+//! between chunks. Packetization costs each hop at most one chunk of a lower level ahead of
+//! ours plus one chunk of store-and-forward, so the bound is compared with an allowance of
+//! 2·mtu/R per queue crossed (the packetizer term of network calculus; ≤ 24 µs per hop at
+//! 1 Gbit/s) and 1 µs for the engine's ns rounding.
+//!
+//! CI runs [`DEFAULT_CASES`] seeded cases; `TAILBOUND_SOUNDNESS_CASES=5000 cargo test
+//! --release -p tailbound-sim soundness` is the nightly size, and
+//! `TAILBOUND_SOUNDNESS_SEED=n` varies the seeds. A failure prints the case's scenario file.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::Path;
+use tailbound_calculus::{bound_all, Bound, BoundOptions, Method};
+use tailbound_sim::{Plan, Replay, ReplayPart, Service};
+
+const DEFAULT_CASES: u64 = 200;
+const MTU: u64 = 1500;
+/// MMPP counting interval of the characterization. SNC-Meister's 1 s cannot see states that
+/// last less than a second: seed 24301072904 (case 1 of the default run) is one tenant whose
+/// MMPP alternates 2.6 s at 2,000/s with 0.5 s at 7,900/s of 16 KiB writes, overloading the
+/// link in its high state; fitted on 1 s counts the high state is averaged away and the
+/// SNC-Meister bound is 8.0 ms while the replay measures a p99.9 of 38.9 ms (DNC: 40.9 ms).
+/// At 100 ms (shorter than every generator's mean dwell, on and off time here, 0.1 s and
+/// up) the same tenant's bound is 362 ms.
+const FIT_INTERVAL: &str = "100ms";
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}={v:?} is not a number"))
+        })
+        .unwrap_or(default)
+}
+
+/// A random scenario file: 1–2 servers and 1–3 clients at 1 Gbit/s, 1–8 tenants whose mean
+/// rates keep every link below ~85% utilisation.
+fn random_scenario(rng: &mut ChaCha8Rng) -> String {
+    let servers = rng.gen_range(1..=2);
+    let clients = rng.gen_range(1..=3);
+    let tenants = rng.gen_range(1..=8);
+    let sizes = if rng.gen_bool(0.5) {
+        "exponential"
+    } else {
+        "empirical"
+    };
+    let mut s = format!(
+        "[characterize]\npart = \"whole\"\nsizes = \"{sizes}\"\ninterval = \"{FIT_INTERVAL}\"\n"
+    );
+    for i in 0..servers {
+        s += &format!("[[hosts]]\nname = \"s{i}\"\nlink = \"1Gbit\"\n");
+    }
+    for i in 0..clients {
+        s += &format!("[[hosts]]\nname = \"c{i}\"\nlink = \"1Gbit\"\n");
+    }
+    // the worst link carries at most all tenants: give each a share of 85% of 125 MB/s
+    let budget_bytes_per_s = 0.85 * 125e6 / tenants as f64;
+    for t in 0..tenants {
+        let mean_bytes = [1024.0, 4096.0, 16384.0, 65536.0][rng.gen_range(0..4)];
+        // response work per request ≈ 200 + 1.1·size for reads, the heavier direction
+        let work = 200.0 + 1.1 * mean_bytes;
+        let mean_rate = (budget_bytes_per_s / work * rng.gen_range(0.05..1.0)).clamp(5.0, 3000.0);
+        let arrival = match rng.gen_range(0..3) {
+            0 => format!("{{ model = \"poisson\", rate_per_s = {mean_rate:.3} }}"),
+            1 => {
+                // two states, the high one 4x the low one, mean = mean_rate
+                let (dl, dh) = (rng.gen_range(1.0..5.0), rng.gen_range(0.2..2.0));
+                let low = mean_rate * (dl + dh) / (dl + 4.0 * dh);
+                format!(
+                    "{{ model = \"mmpp\", rates_per_s = [{low:.3}, {:.3}], mean_dwell_s = [{dl:.3}, {dh:.3}] }}",
+                    4.0 * low
+                )
+            }
+            _ => {
+                let (on, off) = (rng.gen_range(0.1..1.0), rng.gen_range(0.1..2.0));
+                let on_rate = mean_rate * (on + off) / on;
+                format!(
+                    "{{ model = \"on_off\", on_rate_per_s = {on_rate:.3}, mean_on_s = {on:.3}, mean_off_s = {off:.3} }}"
+                )
+            }
+        };
+        let size = if rng.gen_bool(0.5) {
+            format!("{{ model = \"fixed\", bytes = {mean_bytes} }}")
+        } else {
+            format!("{{ model = \"exponential\", mean_bytes = {mean_bytes} }}")
+        };
+        let slo_ms = [1, 5, 20, 100][rng.gen_range(0..4)];
+        s += &format!(
+            "[[tenants]]\nname = \"t{t}\"\nclient = \"c{}\"\nserver = \"s{}\"\nslo = \"{slo_ms}ms\"\n\
+             percentile = 99.9\nseed = {}\nmodel = {{ arrival = {arrival}, sizes = {size}, \
+             read_fraction = {:.2}, duration_s = 20, vocabulary = \"key_value\" }}\n",
+            rng.gen_range(0..clients),
+            rng.gen_range(0..servers),
+            rng.gen::<u32>(),
+            rng.gen_range(0.0..=1.0),
+        );
+    }
+    s
+}
+
+#[test]
+fn simulated_latency_never_exceeds_the_dnc_or_snc_meister_bound() {
+    let cases = env_u64("TAILBOUND_SOUNDNESS_CASES", DEFAULT_CASES);
+    let base = env_u64("TAILBOUND_SOUNDNESS_SEED", 0x5eed);
+    let opts = BoundOptions::default();
+    let (mut checked_dnc, mut checked_snc) = (0u64, 0u64);
+    let mut slack: Vec<f64> = Vec::new();
+    for case in 0..cases {
+        let seed = base.wrapping_mul(1_000_003).wrapping_add(case);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let text = random_scenario(&mut rng);
+        let scenario = tailbound_scenario::own::parse_toml(Path::new("soundness.toml"), &text)
+            .unwrap_or_else(|e| panic!("case {case} (seed {seed}): {e}\n{text}"));
+        let net = &scenario.network;
+        let replay = Replay::load(&scenario, ReplayPart::Whole).unwrap();
+        let sim = replay
+            .run(
+                &Plan::all(&scenario),
+                Service::Chunked { mtu_bytes: MTU },
+                180.0,
+            )
+            .unwrap();
+        let dnc = bound_all(net, Method::Dnc, &opts).unwrap();
+        let snc = bound_all(net, Method::SncMeister, &opts).unwrap();
+        for (ti, t) in sim.tenants.iter().enumerate() {
+            let allowance = 1e-6
+                + net.tenants[ti]
+                    .flows
+                    .iter()
+                    .flat_map(|&f| &net.flows[f].path)
+                    .map(|&q| 2.0 * MTU as f64 / net.queues[q].rate)
+                    .sum::<f64>();
+            let fail = |what: &str, measured: f64, bound: f64| -> String {
+                format!(
+                    "case {case} (seed {seed}): tenant {} simulated {what} {measured:.6e} s > \
+                     bound {bound:.6e} s + allowance {allowance:.3e} s\nscenario:\n{text}",
+                    t.name
+                )
+            };
+            if let Bound::Within(b) = dnc[ti].total {
+                assert!(
+                    t.max_s <= b + allowance,
+                    "{}",
+                    fail("max (DNC)", t.max_s, b)
+                );
+                checked_dnc += 1;
+            }
+            if let Bound::Within(b) = snc[ti].total {
+                assert!(
+                    t.p999_s <= b + allowance,
+                    "{}",
+                    fail("p99.9 (SNC-Meister)", t.p999_s, b)
+                );
+                checked_snc += 1;
+                slack.push(t.p999_s / (b + allowance));
+            }
+        }
+    }
+    slack.sort_by(f64::total_cmp);
+    eprintln!(
+        "{cases} cases: {checked_dnc} tenant checks against DNC, {checked_snc} against \
+         SNC-Meister; simulated p99.9 / SNC bound: median {:.3}, max {:.3}",
+        slack.get(slack.len() / 2).copied().unwrap_or(f64::NAN),
+        slack.last().copied().unwrap_or(f64::NAN)
+    );
+    // the harness must actually compare: most tenants are bounded at these loads
+    assert!(
+        checked_dnc >= cases,
+        "only {checked_dnc} DNC checks in {cases} cases"
+    );
+    assert!(
+        checked_snc >= cases,
+        "only {checked_snc} SNC checks in {cases} cases"
+    );
+}
