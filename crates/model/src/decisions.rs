@@ -40,7 +40,9 @@ pub struct TenantDecision {
     /// the server (host) the tenant was placed on; `None`: the scenario's own
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
-    /// token buckets in front of the tenant's flows; flows not listed are not shaped
+    /// token buckets in front of the tenant's flows; a flow listed several times passes a
+    /// request when every one of its buckets allows it (several points of an r-b curve, as
+    /// PriorityMeister enforces); flows not listed are not shaped
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<RateLimit>,
 }
@@ -63,8 +65,6 @@ pub struct RateLimit {
 pub enum DecisionsError {
     #[error("tenant {0:?} appears twice in the decisions")]
     DuplicateTenant(String),
-    #[error("tenant {tenant:?} limits flow {flow:?} twice")]
-    DuplicateLimit { tenant: String, flow: String },
     #[error(
         "tenant {tenant:?}, flow {flow:?}: rate {rate} is not allowed; expected a finite rate > 0 [work/s]"
     )]
@@ -84,22 +84,14 @@ pub enum DecisionsError {
 }
 
 impl Decisions {
-    /// Checks that tenants and limited flows are unique and that every bucket is finite and
-    /// positive. Whether the names exist in a network is for the caller to check.
+    /// Checks that tenants are unique and that every bucket is finite and positive. Whether the names exist in a network is for the caller to check.
     pub fn validate(&self) -> Result<(), DecisionsError> {
         let mut names = HashSet::new();
         for t in &self.tenants {
             if !names.insert(t.name.as_str()) {
                 return Err(DecisionsError::DuplicateTenant(t.name.clone()));
             }
-            let mut flows = HashSet::new();
             for l in &t.limits {
-                if !flows.insert(l.flow.as_str()) {
-                    return Err(DecisionsError::DuplicateLimit {
-                        tenant: t.name.clone(),
-                        flow: l.flow.clone(),
-                    });
-                }
                 if !(l.rate.is_finite() && l.rate > 0.0) {
                     return Err(DecisionsError::Rate {
                         tenant: t.name.clone(),
@@ -155,7 +147,7 @@ mod tests {
     }
 
     #[test]
-    fn rejects_bad_buckets_and_duplicates() {
+    fn rejects_bad_buckets_and_duplicate_tenants() {
         assert!(one(1e6, 0.0).validate().is_ok());
         for (r, b) in [
             (0.0, 1.0),
@@ -172,13 +164,11 @@ mod tests {
             d.validate(),
             Err(DecisionsError::DuplicateTenant("t0".into()))
         );
+        // several buckets on one flow are one concave arrival curve
         let mut d = one(1.0, 1.0);
         let l = d.tenants[0].limits[0].clone();
-        d.tenants[0].limits.push(l);
-        assert!(matches!(
-            d.validate(),
-            Err(DecisionsError::DuplicateLimit { .. })
-        ));
+        d.tenants[0].limits.push(RateLimit { rate: 2.0, ..l });
+        assert!(d.validate().is_ok());
     }
 
     #[test]

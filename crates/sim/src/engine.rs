@@ -91,10 +91,11 @@ struct Slot {
     work: f64,
 }
 
-/// A FIFO queue of requests in front of one flow's token bucket
-/// (`tailbound_shaping::TokenBucket`, the one the enforcer runs on real time).
+/// A FIFO queue of requests in front of one flow's token buckets
+/// (`tailbound_shaping::TokenBucket`, the one the enforcer runs on real time): the head
+/// passes when every bucket lets its work through, and is charged to all of them.
 struct Shaper {
-    bucket: TokenBucket,
+    buckets: Vec<TokenBucket>,
     waiting: VecDeque<u32>,
     /// a retry event is scheduled
     pending: bool,
@@ -296,14 +297,16 @@ impl<'a> Engine<'a> {
                     (Service::Chunked { mtu_bytes }, true) => mtu_bytes as f64,
                     _ => f64::INFINITY,
                 };
-                let shaper = match cfg.shapers.get(i).copied().flatten() {
-                    Some(s) => Some(Shaper {
-                        bucket: TokenBucket::new(s.rate, s.burst, origin_ns).map_err(|e| {
-                            SimError::Shaper {
+                let shaper = match cfg.shapers.get(i).filter(|b| !b.is_empty()) {
+                    Some(buckets) => Some(Shaper {
+                        buckets: buckets
+                            .iter()
+                            .map(|s| TokenBucket::new(s.rate, s.burst, origin_ns))
+                            .collect::<Result<_, _>>()
+                            .map_err(|e| SimError::Shaper {
                                 flow: f.name.clone(),
                                 source: e,
-                            }
-                        })?,
+                            })?,
                         waiting: VecDeque::new(),
                         pending: false,
                     }),
@@ -444,8 +447,14 @@ impl<'a> Engine<'a> {
                 return Ok(());
             };
             let cost = self.slots[id as usize].work;
-            if let Err(e) = s.bucket.take(now, cost) {
-                if e.ready_at_ns == u64::MAX {
+            let ready_at_ns = s
+                .buckets
+                .iter()
+                .map(|b| b.ready_at(now, cost))
+                .max()
+                .unwrap_or(now);
+            if ready_at_ns > now {
+                if ready_at_ns == u64::MAX {
                     let slot = self.slots[id as usize];
                     return Err(SimError::ShaperStall {
                         tenant: self.net.tenants[slot.tenant as usize].name.clone(),
@@ -457,11 +466,15 @@ impl<'a> Engine<'a> {
                 tracing::trace!(
                     now_ns = now,
                     flow = %self.net.flows[flow].name,
-                    until_ns = e.ready_at_ns,
+                    until_ns = ready_at_ns,
                     "throttled"
                 );
-                self.push(e.ready_at_ns, SHAPER, flow);
+                self.push(ready_at_ns, SHAPER, flow);
                 return Ok(());
+            }
+            for b in &mut s.buckets {
+                b.take(now, cost)
+                    .expect("every bucket was ready for this cost at this instant");
             }
             s.waiting.pop_front();
             self.inject(id, now);
@@ -678,7 +691,7 @@ mod tests {
         };
         assert!(matches!(run(&ok, &bad), Err(SimError::ConfigLength { .. })));
         let bad = SimConfig {
-            shapers: vec![None],
+            shapers: vec![Vec::new()],
             ..SimConfig::default()
         };
         assert!(matches!(run(&ok, &bad), Err(SimError::ConfigLength { .. })));

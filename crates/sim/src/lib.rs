@@ -27,11 +27,13 @@
 //!   the work of that flow's [`FlowWork`] function (bytes on links, busy-seconds on storage,
 //!   matching the queue rates [work/s]). A stage starts when the previous stage's last unit
 //!   has left its last queue.
-//! * **Shapers.** Optionally one token bucket per flow ([`StageShaping`]: rate [work/s],
-//!   burst [work], full at the earliest arrival), the sans-IO `tailbound_shaping::TokenBucket`
-//!   the enforcer also runs. Requests wait FIFO; the head passes when the bucket allows its
-//!   whole stage work (`TokenBucket::take`: `min(work, burst)` tokens present; a request larger
-//!   than the burst waits for a full bucket and leaves a deficit).
+//! * **Shapers.** Optionally token buckets per flow ([`StageShaping`]: rate [work/s], burst
+//!   [work], full at the earliest arrival), the sans-IO `tailbound_shaping::TokenBucket` the
+//!   enforcer also runs. Requests wait FIFO; the head passes when every bucket of the flow
+//!   allows its whole stage work (`TokenBucket::take`: `min(work, burst)` tokens present; a
+//!   request larger than the burst waits for a full bucket and leaves a deficit) and is
+//!   charged to all of them — one bucket for a plain rate limit, several for a concave
+//!   arrival curve (PriorityMeister).
 //! * **Chunks.** With [`Service::Chunked`] the work of a packetized flow (links) is cut into
 //!   `mtu_bytes` units (the last one partial). Each chunk crosses the flow's queues
 //!   store-and-forward: it enters queue k+1 the instant it leaves queue k (no propagation
@@ -63,6 +65,12 @@
 //! from the earliest arrival of any tenant) the p99.9 and the SLO percentile. `meets_slo`
 //! holds when every window's SLO percentile is ≤ the SLO latency (the papers' check). Per
 //! queue ([`QueueStats`]): units, work, busy time, last departure.
+//!
+//! # Pulsar
+//!
+//! [`vdc`] is a separate closed-loop engine for Pulsar's control loop: VMs with open- and
+//! closed-loop workloads, enforcers running `tailbound_shaping::MultiBucket`, appliances with
+//! true costs, and the controller of `tailbound-allocation` every control interval.
 //!
 //! # Not yet
 //!
@@ -114,9 +122,11 @@ pub struct SimConfig {
     /// priority level per tenant (0 highest), overriding
     /// [`Network::priorities`](tailbound_model::Network::priorities)
     pub priorities: Option<Vec<u32>>,
-    /// one optional shaper per network flow, indexed like
-    /// [`Network::flows`](tailbound_model::Network::flows); empty: none
-    pub shapers: Vec<Option<StageShaping>>,
+    /// the token buckets in front of each network flow, indexed like
+    /// [`Network::flows`](tailbound_model::Network::flows): a request passes when every
+    /// bucket of its flow allows its work (PriorityMeister's several rate limits per flow);
+    /// an empty list, or an empty `shapers`, means unshaped
+    pub shapers: Vec<Vec<StageShaping>>,
     /// length of the SLO-check windows [s]
     pub window_s: f64,
 }

@@ -76,8 +76,8 @@ pub struct Plan {
     pub priorities: Vec<Option<u32>>,
     /// server per scenario tenant; `None`: the scenario's own
     pub servers: Vec<Option<String>>,
-    /// token bucket per scenario flow index
-    pub shapers: HashMap<usize, StageShaping>,
+    /// token buckets per scenario flow index (a request passes when all allow it)
+    pub shapers: HashMap<usize, Vec<StageShaping>>,
 }
 
 impl Plan {
@@ -148,13 +148,10 @@ impl Plan {
                             .collect::<Vec<_>>()
                             .join(", "),
                     })?;
-                plan.shapers.insert(
-                    fi,
-                    StageShaping {
-                        rate: l.rate,
-                        burst: l.burst,
-                    },
-                );
+                plan.shapers.entry(fi).or_default().push(StageShaping {
+                    rate: l.rate,
+                    burst: l.burst,
+                });
             }
         }
         if let Some(ti) = decided.iter().position(|d| !d) {
@@ -225,7 +222,7 @@ impl<'s> Replay<'s> {
                 } else {
                     FlowWork::link(source.work())
                 });
-                shapers.push(plan.shapers.get(&fi).copied());
+                shapers.push(plan.shapers.get(&fi).cloned().unwrap_or_default());
             }
             workloads.push(TenantWorkload {
                 requests: &self.requests[ti],

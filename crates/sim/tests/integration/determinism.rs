@@ -18,13 +18,13 @@ fn identical_runs_give_identical_results() {
         .map(|t| poisson(100 + t, 3_000, 2_000.0, exp_size(8_000.0)))
         .collect();
     let mut cfg = SimConfig {
-        shapers: vec![None; net.flows.len()],
+        shapers: vec![Vec::new(); net.flows.len()],
         ..SimConfig::default()
     };
-    cfg.shapers[0] = Some(StageShaping {
+    cfg.shapers[0] = vec![StageShaping {
         rate: 2e7,
         burst: 50_000.0,
-    });
+    }];
     let a = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
     let b = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
     assert_eq!(a, b);
