@@ -52,6 +52,8 @@ pub enum Command {
     /// Reproduce the papers' experiments (JSON and SVG output)
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
+    /// Decide tenant by tenant, in file order, whom to admit (SNC-Meister or a DNC baseline)
+    Admit(cmd::admit::AdmitArgs),
     /// Replay the held-out half of every tenant's trace and check the SLOs (optionally under
     /// a policy's decisions)
     Simulate(cmd::simulate::SimulateArgs),
@@ -71,6 +73,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bound(a) => cmd::bound::run(a),
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Probe(c) => cmd::probe::run(c),
+        Command::Admit(a) => cmd::admit::run(a),
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
     }

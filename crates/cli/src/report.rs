@@ -227,3 +227,40 @@ pub struct OptProbe {
     pub n: usize,
     pub all_meet: bool,
 }
+
+/// `tailbound admit --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdmitReport {
+    pub scenario: String,
+    pub policy: String,
+    pub admitted: usize,
+    /// in arrival (file) order
+    pub tenants: Vec<AdmitTenant>,
+    /// what `tailbound simulate --decisions` replays
+    pub decisions: tailbound_model::Decisions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdmitTenant {
+    pub name: String,
+    pub slo_s: f64,
+    pub percentile: f64,
+    pub admitted: bool,
+    /// priority level at admission, 0 highest
+    pub priority: Option<u32>,
+    /// its bound when it arrived (rate-limit shaper delay included) [s]; null: unbounded
+    pub bound_s: Option<f64>,
+    /// why it was rejected
+    pub reason: Option<String>,
+    /// existing tenants whose priority level its admission changed
+    pub changed: Vec<PriorityChange>,
+    /// time to decide [s]
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorityChange {
+    pub tenant: String,
+    pub old: u32,
+    pub new: u32,
+}

@@ -5,4 +5,5 @@
 //! orderings on the same data. Today: the bound experiments of snc-meister Fig. 7, 8 and 13
 //! ([`bounds`]). Admission, placement and VDC experiments join as their issues land.
 
+pub mod admission;
 pub mod bounds;

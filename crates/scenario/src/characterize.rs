@@ -12,7 +12,7 @@ use tailbound_model::{ArrivalCurve, Mmpp, Request};
 
 /// MMPP (default fit options but `sizes` and the counting interval [s]) and sustained arrival curve of `requests` under
 /// `work`.
-pub(crate) fn characterize(
+pub fn characterize(
     requests: &[Request],
     work: &dyn WorkFunction,
     sizes: SizeKind,

@@ -25,6 +25,8 @@ pub mod snc_meister;
 
 mod characterize;
 
+pub use characterize::characterize;
+
 pub use error::ScenarioError;
 pub use tailbound_model::Network;
 

@@ -24,10 +24,13 @@ pub enum ExperimentCommand {
     BoundsDependent(BoundsDependentArgs),
     /// snc-meister Fig. 13: bound vs number of nines in the SLO percentile
     BoundsNines(BoundsNinesArgs),
+    /// snc-meister Fig. 1/10/11: tenants admitted by SNC-Meister and the DNC baselines, replayed
+    Admission(super::experiment_admission::AdmissionArgs),
 }
 
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
     match cmd {
+        ExperimentCommand::Admission(a) => super::experiment_admission::run_admission(a),
         ExperimentCommand::BoundsTenants(a) => {
             let cfg = a.common.config()?;
             let counts: Vec<usize> = match a.tenants {

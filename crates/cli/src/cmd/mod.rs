@@ -1,10 +1,12 @@
 //! One module per subcommand, plus the small helpers they share: loading traces with context,
 //! printing JSON, writing SVG figures, progress bars.
 
+pub mod admit;
 pub mod bound;
 pub mod curve;
 pub mod demo;
 pub mod experiment;
+pub mod experiment_admission;
 pub mod probe;
 pub mod simulate;
 pub mod trace;

@@ -1,0 +1,341 @@
+//! Admission control (snc-meister §2, §5.1; `shared/DESIGN.md`, Decisions): tenants arrive one
+//! by one; each is admitted only if it and every tenant it can affect still meet their SLOs,
+//! and admitted tenants get a priority (and, for the DNC baselines, rate limits) that the
+//! enforcers and the simulator apply.
+//!
+//! One engine, [`Admission`], four [`Policy`]s that differ only in how they bound a candidate
+//! set of tenants:
+//!
+//! | policy | levels | rate limits per flow | check |
+//! |---|---|---|---|
+//! | [`Policy::SncMeister`] | dense rank of SLO | none | SNC-Meister's SNC analysis (§4.1, §4.2 groups) |
+//! | [`Policy::PriorityMeister`] | dense rank of SLO | the r-b curve, pruned to [`PM_BUCKETS`] buckets | DNC with priorities |
+//! | [`Policy::SiloPlusPlus`] | one level | effective bandwidth, one-packet burst | DNC queueing + shaper delay |
+//! | [`Policy::QjumpPlusPlus`] | [`QJUMP_LEVELS`] fixed levels | the level's rate, one-packet burst | DNC with priorities + shaper delay |
+//!
+//! The engine works on a [`Network`] holding every tenant that may arrive (characterized:
+//! flows with MMPPs for SNC, arrival curves of their first half for DNC); [`Admission::arrive`]
+//! decides tenant i against the admitted ones. Tenants at a higher priority than the newcomer
+//! cannot be affected (lower levels are invisible to them), so only the newcomer and the
+//! admitted tenants at its level or below are re-bounded. A non-finite bound, an unstable
+//! queue or an unstable shaper is a rejection with the reason, never an admission.
+//! Rejected tenants are not given guarantees (best effort; the replay leaves them out).
+//!
+//! This crate does no I/O and reads no clock; time per decision is measured by callers.
+
+mod policy;
+
+pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use tailbound_calculus::CalculusError;
+use tailbound_model::{Decisions, Network, NetworkError, RateLimit, TenantDecision};
+
+/// The admission policies of snc-meister §5.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Policy {
+    /// SNC with SNC-Meister's network analysis; priorities by SLO; no rate limits
+    #[serde(rename = "snc-meister")]
+    SncMeister,
+    /// DNC with priorities by SLO; rate limits from the r-b curve
+    #[serde(rename = "priority-meister")]
+    PriorityMeister,
+    /// Silo with effective-bandwidth rate limits and end-host queueing (one level)
+    #[serde(rename = "silo++")]
+    SiloPlusPlus,
+    /// QJump with fixed levels, each tenant at the first level that meets its SLO
+    #[serde(rename = "qjump++")]
+    QjumpPlusPlus,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [
+        Policy::SncMeister,
+        Policy::PriorityMeister,
+        Policy::SiloPlusPlus,
+        Policy::QjumpPlusPlus,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::SncMeister => "snc-meister",
+            Policy::PriorityMeister => "priority-meister",
+            Policy::SiloPlusPlus => "silo++",
+            Policy::QjumpPlusPlus => "qjump++",
+        }
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Policy, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown policy {s:?}; expected snc-meister, priority-meister, silo++ or qjump++")
+            })
+    }
+}
+
+/// Why a decision could not be made (as opposed to a rejection, which is an outcome).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdmissionError {
+    #[error("invalid network: {0}")]
+    Network(#[from] NetworkError),
+    #[error(transparent)]
+    Calculus(#[from] CalculusError),
+    #[error("unknown tenant index {index}; the network has {len} tenants")]
+    UnknownTenant { index: usize, len: usize },
+    #[error("tenant {0:?} has already arrived")]
+    Arrived(String),
+    #[error("tenant {0:?} is not admitted, so it cannot depart")]
+    NotAdmitted(String),
+    #[error(
+        "tenant {tenant:?} depends on {name:?}, which is not a tenant; known tenants: {known}"
+    )]
+    UnknownDependency {
+        tenant: String,
+        name: String,
+        known: String,
+    },
+    #[error("flow {flow:?} has no {model}; the {policy} policy needs one for every flow (characterize the tenants from traces)")]
+    MissingModel {
+        flow: String,
+        model: &'static str,
+        policy: Policy,
+    },
+}
+
+/// A token bucket [work/s, work].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub rate: f64,
+    pub burst: f64,
+}
+
+/// What an admitted tenant runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// priority level, 0 highest (for SLO-ranked policies the dense rank at admission; see
+    /// [`Admission::priorities`] for the current one)
+    pub level: u32,
+    /// token buckets per flow of the tenant, in its flow order (empty: unshaped)
+    pub buckets: Vec<Vec<Bucket>>,
+    /// the tenant's shaper delay bound, included in its bound [s]
+    pub shaper_delay_s: f64,
+}
+
+/// The result of one arrival.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub tenant: usize,
+    pub admitted: bool,
+    /// the newcomer's bound under the evaluated set [s] (the last one tried for QJump++),
+    /// `None` when unbounded
+    pub bound_s: Option<f64>,
+    /// why it was rejected: the first tenant whose SLO would be missed, and by how much
+    pub reason: Option<String>,
+    /// its level if admitted
+    pub level: Option<u32>,
+    /// existing tenants whose priority level changed: (tenant index, old, new)
+    pub changed: Vec<(usize, u32, u32)>,
+}
+
+/// Admission state over a network of candidate tenants.
+#[derive(Debug, Clone)]
+pub struct Admission<'n> {
+    net: &'n Network,
+    policy: Policy,
+    /// admitted tenants and what they run with
+    admitted: HashMap<usize, Grant>,
+    /// tenants that arrived (admitted or not)
+    arrived: BTreeSet<usize>,
+    /// dependency groups added at arrival, per tenant
+    groups: HashMap<usize, String>,
+}
+
+impl<'n> Admission<'n> {
+    /// An empty system over `net`'s tenants.
+    pub fn new(net: &'n Network, policy: Policy) -> Result<Admission<'n>, AdmissionError> {
+        net.validate()?;
+        policy::check_models(net, policy)?;
+        Ok(Admission {
+            net,
+            policy,
+            admitted: HashMap::new(),
+            arrived: BTreeSet::new(),
+            groups: HashMap::new(),
+        })
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    pub fn network(&self) -> &'n Network {
+        self.net
+    }
+
+    /// Admitted tenants, ascending.
+    pub fn admitted(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.admitted.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    pub fn grant(&self, tenant: usize) -> Option<&Grant> {
+        self.admitted.get(&tenant)
+    }
+
+    /// Current priority level of every admitted tenant.
+    pub fn priorities(&self) -> HashMap<usize, u32> {
+        policy::levels(self.net, self.policy, &self.admitted)
+    }
+
+    /// Decides tenant `tenant` (an index into the network's tenants).
+    pub fn arrive(&mut self, tenant: usize) -> Result<Outcome, AdmissionError> {
+        self.arrive_with_dependencies(tenant, &[])
+    }
+
+    /// Decides tenant `tenant`, which may burst together with the named tenants (snc-meister
+    /// §4.2): it joins their dependency group. An unknown name is an error for this arrival
+    /// only; the state is unchanged and later arrivals proceed.
+    pub fn arrive_with_dependencies(
+        &mut self,
+        tenant: usize,
+        depends_on: &[&str],
+    ) -> Result<Outcome, AdmissionError> {
+        let len = self.net.tenants.len();
+        if tenant >= len {
+            return Err(AdmissionError::UnknownTenant { index: tenant, len });
+        }
+        let name = &self.net.tenants[tenant].name;
+        if self.arrived.contains(&tenant) {
+            return Err(AdmissionError::Arrived(name.clone()));
+        }
+        let mut group = None;
+        for dep in depends_on {
+            let Some(other) = self.net.tenants.iter().position(|t| t.name == *dep) else {
+                return Err(AdmissionError::UnknownDependency {
+                    tenant: name.clone(),
+                    name: dep.to_string(),
+                    known: self
+                        .net
+                        .tenants
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            };
+            let g = self
+                .group_of(other)
+                .unwrap_or_else(|| format!("depends-{}", self.net.tenants[other].name));
+            self.groups.entry(other).or_insert_with(|| g.clone());
+            group = Some(g);
+        }
+        if let Some(g) = group {
+            self.groups.insert(tenant, g);
+        }
+        self.arrived.insert(tenant);
+        let before = self.priorities();
+        let verdict = policy::decide(self.net, self.policy, &self.admitted, &self.groups, tenant)?;
+        let mut outcome = Outcome {
+            tenant,
+            admitted: verdict.grant.is_some(),
+            bound_s: verdict.bound_s,
+            reason: verdict.reason,
+            level: verdict.grant.as_ref().map(|g| g.level),
+            changed: Vec::new(),
+        };
+        if let Some(grant) = verdict.grant {
+            self.admitted.insert(tenant, grant);
+            let after = self.priorities();
+            outcome.level = after.get(&tenant).copied();
+            outcome.changed = changes(&before, &after);
+        }
+        Ok(outcome)
+    }
+
+    /// Removes an admitted tenant; returns the tenants whose priority level changed.
+    pub fn depart(&mut self, tenant: usize) -> Result<Vec<(usize, u32, u32)>, AdmissionError> {
+        let before = self.priorities();
+        if self.admitted.remove(&tenant).is_none() {
+            let name = self
+                .net
+                .tenants
+                .get(tenant)
+                .map_or_else(|| format!("#{tenant}"), |t| t.name.clone());
+            return Err(AdmissionError::NotAdmitted(name));
+        }
+        Ok(changes(&before, &self.priorities()))
+    }
+
+    fn group_of(&self, tenant: usize) -> Option<String> {
+        self.groups
+            .get(&tenant)
+            .cloned()
+            .or_else(|| self.net.tenants[tenant].group.clone())
+    }
+
+    /// The decisions for every tenant that arrived so far, in network order: admitted or not,
+    /// current priority, rate limits per flow (flow names of the network).
+    pub fn decisions(&self) -> Decisions {
+        let levels = self.priorities();
+        Decisions {
+            policy: self.policy.as_str().to_string(),
+            tenants: self
+                .arrived
+                .iter()
+                .map(|&t| {
+                    let spec = &self.net.tenants[t];
+                    let grant = self.admitted.get(&t);
+                    TenantDecision {
+                        name: spec.name.clone(),
+                        admitted: grant.is_some(),
+                        priority: levels.get(&t).copied(),
+                        server: None,
+                        limits: grant
+                            .map(|g| {
+                                spec.flows
+                                    .iter()
+                                    .zip(&g.buckets)
+                                    .flat_map(|(&f, bs)| {
+                                        bs.iter().map(move |b| RateLimit {
+                                            flow: self.net.flows[f].name.clone(),
+                                            rate: b.rate,
+                                            burst: b.burst,
+                                        })
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+fn changes(before: &HashMap<usize, u32>, after: &HashMap<usize, u32>) -> Vec<(usize, u32, u32)> {
+    let mut v: Vec<(usize, u32, u32)> = before
+        .iter()
+        .filter_map(|(&t, &old)| {
+            after
+                .get(&t)
+                .filter(|&&new| new != old)
+                .map(|&new| (t, old, new))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}

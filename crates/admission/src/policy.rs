@@ -1,0 +1,355 @@
+//! How each policy chooses a newcomer's level and rate limits, and how it bounds a candidate
+//! set (see the table in the crate docs).
+
+use crate::{AdmissionError, Bucket, Grant, Policy};
+use std::collections::HashMap;
+use tailbound_calculus::dnc::{shaper_delay, Arrival, TokenBucket};
+use tailbound_calculus::{bound, Bound, BoundOptions, Method};
+use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
+use tailbound_curves::rb::prune;
+use tailbound_model::{ArrivalCurve, Network};
+
+/// PriorityMeister enforces the r-b curve as this many token buckets (the originals prune
+/// r-b curves to 12 segments).
+pub const PM_BUCKETS: usize = 12;
+
+/// QJump++'s levels: each tenant's rate limit as a fraction of the slowest link on its path,
+/// level 0 (highest priority) first. Fixed, independent of the number of tenants
+/// (snc-meister §5.1: QJump's own equation admitted 5× fewer tenants); seven levels, as the
+/// paper's switches offer.
+pub const QJUMP_LEVELS: [f64; 7] = [0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5];
+
+/// Every rate limit is at least this multiple of the flow's characterized mean rate, so a
+/// replayed half a little busier than the characterized one does not queue without end at
+/// its own shaper.
+pub const HEADROOM: f64 = 1.2;
+
+/// A candidate decision for the newcomer and its check.
+pub(crate) struct Verdict {
+    pub grant: Option<Grant>,
+    pub bound_s: Option<f64>,
+    pub reason: Option<String>,
+}
+
+fn method(policy: Policy) -> Method {
+    match policy {
+        Policy::SncMeister => Method::SncMeister,
+        _ => Method::Dnc,
+    }
+}
+
+pub(crate) fn check_models(net: &Network, policy: Policy) -> Result<(), AdmissionError> {
+    for f in &net.flows {
+        let (missing, model) = match policy {
+            Policy::SncMeister => (f.mmpp.is_none(), "MMPP"),
+            _ => (f.arrival.is_none(), "arrival curve"),
+        };
+        if missing {
+            return Err(AdmissionError::MissingModel {
+                flow: f.name.clone(),
+                model,
+                policy,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Current level of every admitted tenant.
+pub(crate) fn levels(
+    net: &Network,
+    policy: Policy,
+    admitted: &HashMap<usize, Grant>,
+) -> HashMap<usize, u32> {
+    match policy {
+        Policy::SncMeister | Policy::PriorityMeister => {
+            let mut ids: Vec<usize> = admitted.keys().copied().collect();
+            ids.sort_unstable();
+            let sub = Network {
+                queues: Vec::new(),
+                flows: Vec::new(),
+                tenants: ids.iter().map(|&t| net.tenants[t].clone()).collect(),
+            };
+            ids.into_iter().zip(sub.priorities()).collect()
+        }
+        Policy::SiloPlusPlus | Policy::QjumpPlusPlus => {
+            admitted.iter().map(|(&t, g)| (t, g.level)).collect()
+        }
+    }
+}
+
+fn arrival(net: &Network, flow: usize) -> &ArrivalCurve {
+    net.flows[flow]
+        .arrival
+        .as_ref()
+        .expect("check_models: every flow has an arrival curve")
+}
+
+/// The slowest queue on a flow's path [work/s].
+fn bottleneck(net: &Network, flow: usize) -> f64 {
+    net.flows[flow]
+        .path
+        .iter()
+        .map(|&q| net.queues[q].rate)
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Silo's and QJump's one-packet burst, as one request: the largest work of the characterized
+/// half that arrives at one instant (shapers release requests whole, so a smaller bucket
+/// would only add a deficit; on storage flows, in busy-seconds, a packet means nothing).
+fn packet_burst(a: &ArrivalCurve) -> f64 {
+    a.at(0.0)
+}
+
+/// PriorityMeister's buckets: the pruned arrival curve's lines with rates of at least
+/// [`HEADROOM`] × the mean, plus the exact curve's bucket at that rate.
+fn pm_buckets(a: &ArrivalCurve) -> Vec<Bucket> {
+    let floor = HEADROOM * a.tail_rate();
+    let pruned = prune(a, PM_BUCKETS).unwrap_or_else(|_| a.clone());
+    let exact = Arrival::from(a);
+    let mut out: Vec<Bucket> = Arrival::from(&pruned)
+        .buckets()
+        .into_iter()
+        .filter(|b| b.rate > floor)
+        .map(|b| Bucket {
+            rate: b.rate,
+            burst: b.burst,
+        })
+        .collect();
+    if let Some(burst) = exact.burst_at_rate(floor) {
+        out.push(Bucket { rate: floor, burst });
+    }
+    out
+}
+
+/// Silo++'s bucket for a flow with a shaper-delay budget [s]: the effective bandwidth (least
+/// bucketless rate within the budget), at least [`HEADROOM`] × the mean, one-packet burst.
+fn silo_bucket(a: &ArrivalCurve, budget_s: f64) -> Bucket {
+    let mean = a.tail_rate();
+    let rate = match effective_bandwidth(&a.to_rb(), budget_s) {
+        Ok(r) => r,
+        Err(EffBwError::BelowCurve { first_rate, .. }) => first_rate,
+        Err(_) => mean,
+    };
+    Bucket {
+        rate: rate.max(HEADROOM * mean),
+        burst: packet_burst(a),
+    }
+}
+
+/// Shaper delay of the flow's characterized traffic through its buckets [s]: exact for one
+/// bucket; PriorityMeister's buckets lie on or above the curve, so theirs is 0.
+fn shaper_delay_s(a: &ArrivalCurve, buckets: &[Bucket]) -> Result<f64, String> {
+    let alpha = Arrival::from(a);
+    let mut worst: f64 = 0.0;
+    for b in buckets {
+        let d = shaper_delay(
+            &alpha,
+            TokenBucket {
+                rate: b.rate,
+                burst: b.burst,
+            },
+        )
+        .map_err(|e| format!("rate limit {} [work/s] is too low: {e}", b.rate))?;
+        worst = worst.max(d);
+    }
+    Ok(worst)
+}
+
+/// A grant for `tenant` at `level` with the given buckets per flow, with its shaper delay.
+fn grant(
+    net: &Network,
+    tenant: usize,
+    level: u32,
+    buckets: Vec<Vec<Bucket>>,
+) -> Result<Grant, String> {
+    let mut shaper = 0.0;
+    for (&f, bs) in net.tenants[tenant].flows.iter().zip(&buckets) {
+        shaper += shaper_delay_s(arrival(net, f), bs)?;
+    }
+    Ok(Grant {
+        level,
+        buckets,
+        shaper_delay_s: shaper,
+    })
+}
+
+pub(crate) fn decide(
+    net: &Network,
+    policy: Policy,
+    admitted: &HashMap<usize, Grant>,
+    groups: &HashMap<usize, String>,
+    newcomer: usize,
+) -> Result<Verdict, AdmissionError> {
+    let flows = &net.tenants[newcomer].flows;
+    let slo_s = net.tenants[newcomer].slo.latency_s;
+    let candidates: Vec<Result<Grant, String>> = match policy {
+        Policy::SncMeister => vec![Ok(Grant {
+            level: 0,
+            buckets: vec![Vec::new(); flows.len()],
+            shaper_delay_s: 0.0,
+        })],
+        Policy::PriorityMeister => {
+            let buckets = flows.iter().map(|&f| pm_buckets(arrival(net, f))).collect();
+            vec![grant(net, newcomer, 0, buckets)]
+        }
+        Policy::SiloPlusPlus => {
+            // half of the SLO for the shapers, split over the flows; the rest for the network
+            let budget = slo_s / 2.0 / flows.len() as f64;
+            let buckets = flows
+                .iter()
+                .map(|&f| vec![silo_bucket(arrival(net, f), budget)])
+                .collect();
+            vec![grant(net, newcomer, 0, buckets)]
+        }
+        Policy::QjumpPlusPlus => QJUMP_LEVELS
+            .iter()
+            .enumerate()
+            .map(|(level, &fraction)| {
+                let buckets = flows
+                    .iter()
+                    .map(|&f| {
+                        let a = arrival(net, f);
+                        let rate = fraction * bottleneck(net, f);
+                        if rate < HEADROOM * a.tail_rate() {
+                            return Err(format!(
+                                "level {level} rate {rate:.0} [work/s] is below {HEADROOM} × flow {:?}'s mean {:.0}",
+                                net.flows[f].name,
+                                a.tail_rate()
+                            ));
+                        }
+                        Ok(vec![Bucket {
+                            rate,
+                            burst: packet_burst(a),
+                        }])
+                    })
+                    .collect::<Result<Vec<_>, String>>()?;
+                grant(net, newcomer, level as u32, buckets)
+            })
+            .collect(),
+    };
+    let mut last = Verdict {
+        grant: None,
+        bound_s: None,
+        reason: Some("no level to try".into()),
+    };
+    for candidate in candidates {
+        let g = match candidate {
+            Ok(g) => g,
+            Err(reason) => {
+                last = Verdict {
+                    grant: None,
+                    bound_s: None,
+                    reason: Some(reason),
+                };
+                continue;
+            }
+        };
+        let (bound_s, failure) = check(net, policy, admitted, groups, newcomer, &g)?;
+        if failure.is_none() {
+            return Ok(Verdict {
+                grant: Some(g),
+                bound_s,
+                reason: None,
+            });
+        }
+        last = Verdict {
+            grant: None,
+            bound_s,
+            reason: failure,
+        };
+    }
+    Ok(last)
+}
+
+/// Bounds the admitted tenants plus the newcomer with grant `g`; returns the newcomer's bound
+/// and the first SLO that would be missed.
+fn check(
+    net: &Network,
+    policy: Policy,
+    admitted: &HashMap<usize, Grant>,
+    groups: &HashMap<usize, String>,
+    newcomer: usize,
+    g: &Grant,
+) -> Result<(Option<f64>, Option<String>), AdmissionError> {
+    let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
+    set.push((newcomer, g));
+    set.sort_unstable_by_key(|&(t, _)| t);
+    let mut sub = Network {
+        queues: net.queues.clone(),
+        flows: Vec::new(),
+        tenants: Vec::with_capacity(set.len()),
+    };
+    for &(t, grant) in &set {
+        let mut spec = net.tenants[t].clone();
+        if let Some(group) = groups.get(&t) {
+            spec.group = Some(group.clone());
+        }
+        match policy {
+            Policy::SncMeister | Policy::PriorityMeister => {}
+            Policy::SiloPlusPlus | Policy::QjumpPlusPlus => spec.priority = Some(grant.level),
+        }
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (&f, buckets) in spec.flows.iter().zip(&grant.buckets) {
+            let mut flow = net.flows[f].clone();
+            flow.tenant = sub.tenants.len();
+            if !buckets.is_empty() {
+                let tb: Vec<TokenBucket> = buckets
+                    .iter()
+                    .map(|b| TokenBucket {
+                        rate: b.rate,
+                        burst: b.burst,
+                    })
+                    .collect();
+                let shaped = Arrival::from_buckets(&tb)
+                    .and_then(|a| {
+                        a.to_model()
+                            .map_err(|e| tailbound_calculus::dnc::DncError::Invalid(e.to_string()))
+                    })
+                    .map_err(|e| {
+                        AdmissionError::Calculus(tailbound_calculus::CalculusError::Invalid(
+                            format!("flow {:?}: rate limits {buckets:?}: {e}", flow.name),
+                        ))
+                    })?;
+                flow.arrival = Some(shaped);
+            }
+            flows.push(sub.flows.len());
+            sub.flows.push(flow);
+        }
+        spec.flows = flows;
+        sub.tenants.push(spec);
+    }
+    let levels = sub.priorities();
+    let me = set
+        .iter()
+        .position(|&(t, _)| t == newcomer)
+        .expect("the newcomer is in the set");
+    let affected: Vec<usize> = (0..sub.tenants.len())
+        .filter(|&i| levels[i] >= levels[me])
+        .collect();
+    let bounds = bound(&sub, method(policy), &affected, &BoundOptions::default())?;
+    let mut bound_s = None;
+    let mut failure = None;
+    for b in &bounds {
+        let extra = set[b.tenant].1.shaper_delay_s;
+        let total = match &b.total {
+            Bound::Within(s) => Bound::from_seconds(s + extra, String::new),
+            u => u.clone(),
+        };
+        if b.tenant == me {
+            bound_s = total.seconds();
+        }
+        if failure.is_none() && !total.meets(b.slo.latency_s) {
+            failure = Some(match &total {
+                Bound::Within(s) => format!(
+                    "tenant {:?} would get {:.3} ms > its SLO {:.3} ms",
+                    b.name,
+                    s * 1e3,
+                    b.slo.latency_s * 1e3
+                ),
+                Bound::Unbounded(why) => format!("tenant {:?} would be unbounded: {why}", b.name),
+            });
+        }
+    }
+    Ok((bound_s, failure))
+}

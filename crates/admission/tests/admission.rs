@@ -1,0 +1,108 @@
+//! The admission engine on seeded synthetic tenants whose arithmetic is known: each puts
+//! ~4.7 MB/s of responses on one 12.5 MB/s server link, so at most two fit.
+
+use std::path::Path;
+use tailbound_admission::{Admission, AdmissionError, Policy};
+use tailbound_scenario::Scenario;
+
+fn scenario(slos_ms: &[u32]) -> Scenario {
+    let mut text = String::from("[[hosts]]\nname = \"server1\"\nlink = \"100Mbit\"\n");
+    for (i, slo) in slos_ms.iter().enumerate() {
+        text += &format!(
+            "[[hosts]]\nname = \"client{i}\"\nlink = \"1Gbit\"\n[[tenants]]\nname = \"t{i}\"\n\
+             client = \"client{i}\"\nserver = \"server1\"\nslo = \"{slo}ms\"\nseed = {}\n\
+             model = {{ arrival = {{ model = \"poisson\", rate_per_s = 1000 }}, sizes = {{ model = \
+             \"fixed\", bytes = 4096 }}, read_fraction = 1.0, duration_s = 40, vocabulary = \
+             \"key_value\" }}\n",
+            i + 1
+        );
+    }
+    tailbound_scenario::own::parse_toml(Path::new("admission-test.toml"), &text).unwrap()
+}
+
+#[test]
+fn every_policy_stops_before_the_link_overloads() {
+    let s = scenario(&[200, 200, 200, 200]);
+    for policy in Policy::ALL {
+        let mut a = Admission::new(&s.network, policy).unwrap();
+        let outcomes: Vec<_> = (0..4).map(|t| a.arrive(t).unwrap()).collect();
+        let admitted = outcomes.iter().filter(|o| o.admitted).count();
+        assert!(
+            admitted <= 2,
+            "{policy}: {admitted} admitted on a link that carries two"
+        );
+        assert!(
+            outcomes[0].admitted,
+            "{policy}: the first tenant alone fits: {:?}",
+            outcomes[0]
+        );
+        for o in outcomes.iter().filter(|o| !o.admitted) {
+            assert!(o.reason.is_some(), "{policy}: a rejection says why");
+            assert!(o.bound_s.is_none_or(|b| b.is_finite()), "{policy}: {o:?}");
+        }
+        let d = a.decisions();
+        assert_eq!(d.tenants.len(), 4);
+        assert_eq!(d.tenants.iter().filter(|t| t.admitted).count(), admitted);
+        let limited = d.tenants.iter().any(|t| !t.limits.is_empty());
+        assert_eq!(
+            limited,
+            policy != Policy::SncMeister,
+            "{policy}: rate limits"
+        );
+    }
+}
+
+#[test]
+fn a_tighter_newcomer_moves_existing_tenants_down_and_departures_free_room() {
+    let s = scenario(&[100, 20, 100, 100]);
+    let mut a = Admission::new(&s.network, Policy::SncMeister).unwrap();
+    let first = a.arrive(0).unwrap();
+    assert_eq!((first.admitted, first.level), (true, Some(0)));
+    let second = a.arrive(1).unwrap();
+    assert!(second.admitted, "{second:?}");
+    assert_eq!(second.level, Some(0));
+    assert_eq!(second.changed, vec![(0, 0, 1)], "t0 drops to level 1");
+    assert!(!a.arrive(2).unwrap().admitted, "a third overloads the link");
+    assert_eq!(a.depart(1).unwrap(), vec![(0, 1, 0)], "t0 back to level 0");
+    assert!(a.arrive(3).unwrap().admitted, "room after the departure");
+    assert!(matches!(a.depart(2), Err(AdmissionError::NotAdmitted(_))));
+    assert!(matches!(a.arrive(0), Err(AdmissionError::Arrived(_))));
+}
+
+#[test]
+fn an_unknown_dependency_fails_that_arrival_only() {
+    let s = scenario(&[100, 100]);
+    let mut a = Admission::new(&s.network, Policy::SncMeister).unwrap();
+    let e = a.arrive_with_dependencies(0, &["nobody"]).unwrap_err();
+    assert!(
+        e.to_string().contains("\"nobody\"") && e.to_string().contains("t0, t1"),
+        "{e}"
+    );
+    assert!(a.admitted().is_empty());
+    assert!(a.arrive(0).unwrap().admitted, "the tenant may arrive again");
+    // dependent on t0 the two may burst together (Hölder): at ~75% load that no longer fits
+    // in 100 ms, while two independent tenants do
+    let dependent = a.arrive_with_dependencies(1, &["t0"]).unwrap();
+    assert!(!dependent.admitted, "{dependent:?}");
+    let mut b = Admission::new(&s.network, Policy::SncMeister).unwrap();
+    assert!(b.arrive(0).unwrap().admitted);
+    let independent = b.arrive(1).unwrap();
+    assert!(independent.admitted, "{independent:?}");
+    assert!(dependent.bound_s.unwrap() > independent.bound_s.unwrap());
+}
+
+#[test]
+fn qjump_puts_a_tenant_on_the_first_level_fast_enough_for_it() {
+    let s = scenario(&[200]);
+    let mut a = Admission::new(&s.network, Policy::QjumpPlusPlus).unwrap();
+    let o = a.arrive(0).unwrap();
+    // ~4.7 MB/s of responses on a 12.5 MB/s link: 50% (level 6) is the first rate ≥ 1.2×
+    assert_eq!((o.admitted, o.level), (true, Some(6)), "{o:?}");
+    let d = a.decisions();
+    let resp = d.tenants[0]
+        .limits
+        .iter()
+        .find(|l| l.flow == "t0-resp")
+        .unwrap();
+    assert!((resp.rate - 0.5 * 12.5e6).abs() < 1.0, "{resp:?}");
+}

@@ -1,0 +1,147 @@
+//! `tailbound admit SCENARIO --policy P`: tenants arrive in file order; each is admitted only
+//! if it and every tenant it can affect still meet their SLOs.
+
+use super::{display_name, print_json};
+use crate::report::{AdmitReport, AdmitTenant, PriorityChange};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::time::Instant;
+use tailbound_admission::{Admission, Policy};
+use tailbound_model::units::format_duration_s;
+
+/// The admission policies on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// SNC with SNC-Meister's analysis; priorities by SLO
+    SncMeister,
+    /// DNC with priorities by SLO and rate limits from the r-b curve
+    PriorityMeister,
+    /// DNC queueing with effective-bandwidth rate limits, one level
+    #[value(name = "silo++")]
+    SiloPlusPlus,
+    /// DNC with fixed QJump levels, each tenant at the first level meeting its SLO
+    #[value(name = "qjump++")]
+    QjumpPlusPlus,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Policy {
+        match p {
+            PolicyArg::SncMeister => Policy::SncMeister,
+            PolicyArg::PriorityMeister => Policy::PriorityMeister,
+            PolicyArg::SiloPlusPlus => Policy::SiloPlusPlus,
+            PolicyArg::QjumpPlusPlus => Policy::QjumpPlusPlus,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AdmitArgs {
+    /// scenario: tailbound's own (TOML/JSON), SNC-Meister's topology JSON or model config;
+    /// tenants arrive in file order
+    pub scenario: PathBuf,
+    /// the admission policy
+    #[arg(long, value_enum, default_value_t = PolicyArg::SncMeister)]
+    pub policy: PolicyArg,
+    /// write the decisions (for `tailbound simulate --decisions`) to this file
+    #[arg(long)]
+    pub decisions_out: Option<PathBuf>,
+    /// print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
+    let scenario = tailbound_scenario::load(&a.scenario)
+        .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
+    let net = &scenario.network;
+    let policy: Policy = a.policy.into();
+    let mut engine = Admission::new(net, policy)?;
+    let mut tenants = Vec::with_capacity(net.tenants.len());
+    for (i, t) in net.tenants.iter().enumerate() {
+        let start = Instant::now();
+        let o = engine
+            .arrive(i)
+            .with_context(|| format!("cannot decide tenant {:?}", t.name))?;
+        let seconds = start.elapsed().as_secs_f64();
+        tenants.push(AdmitTenant {
+            name: t.name.clone(),
+            slo_s: t.slo.latency_s,
+            percentile: t.slo.percentile.value(),
+            admitted: o.admitted,
+            priority: o.level,
+            bound_s: o.bound_s,
+            reason: o.reason,
+            changed: o
+                .changed
+                .iter()
+                .map(|&(t, old, new)| PriorityChange {
+                    tenant: net.tenants[t].name.clone(),
+                    old,
+                    new,
+                })
+                .collect(),
+            seconds,
+        });
+    }
+    let decisions = engine.decisions();
+    if let Some(path) = &a.decisions_out {
+        let text = serde_json::to_string_pretty(&decisions)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write decisions to {}", path.display()))?;
+    }
+    let report = AdmitReport {
+        scenario: display_name(&a.scenario),
+        policy: policy.as_str().to_string(),
+        admitted: tenants.iter().filter(|t| t.admitted).count(),
+        tenants,
+        decisions,
+    };
+    if a.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", table(&report));
+    }
+    Ok(Outcome::Ok)
+}
+
+fn table(r: &AdmitReport) -> String {
+    let rows: Vec<Vec<String>> = r
+        .tenants
+        .iter()
+        .map(|t| {
+            vec![
+                t.name.clone(),
+                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
+                if t.admitted { "yes" } else { "no" }.to_string(),
+                t.priority.map_or_else(|| "-".into(), |p| p.to_string()),
+                t.bound_s
+                    .map_or_else(|| "unbounded".into(), format_duration_s),
+                t.reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "{} with {}: {} of {} admitted\n",
+        r.scenario,
+        r.policy,
+        r.admitted,
+        r.tenants.len()
+    );
+    out += &render(
+        &["tenant", "SLO", "admitted", "prio", "bound", "why not"],
+        &rows,
+    );
+    for t in &r.tenants {
+        for c in &t.changed {
+            out += &format!(
+                "admitting {} moved {} from priority {} to {}\n",
+                t.name, c.tenant, c.old, c.new
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,268 @@
+//! `tailbound experiment admission`: snc-meister Fig. 1/10/11 — admitted tenants and bytes per
+//! policy over random runs, replay violations, OPT.
+
+use super::admit::PolicyArg;
+use super::{print_json, progress, write_svg};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use tailbound_admission::Policy;
+use tailbound_experiments::admission::{run, AdmissionConfig, AdmissionResult, Progress};
+use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
+use tailbound_plot::{Chart, Figure, Series};
+
+#[derive(Debug, Args)]
+pub struct AdmissionArgs {
+    /// folder of trace files (every regular file in it is a trace)
+    #[arg(long)]
+    pub traces: PathBuf,
+    /// random runs (arrival orders)
+    #[arg(long, default_value_t = 20)]
+    pub runs: usize,
+    /// tenants per run (traces are reused with random offsets beyond their number)
+    #[arg(long, default_value_t = 180)]
+    pub tenants: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// SLO latencies drawn uniformly
+    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms", value_parser = parse_duration)]
+    pub slos: Vec<f64>,
+    /// SLO percentile
+    #[arg(long, default_value_t = 99.9)]
+    pub percentile: f64,
+    /// every link's rate, each way
+    #[arg(long, default_value = "100Mbit", value_parser = parse_rate)]
+    pub link: f64,
+    #[arg(long, default_value_t = 12)]
+    pub clients: usize,
+    #[arg(long, default_value_t = 6)]
+    pub servers: usize,
+    /// policies to compare
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "snc-meister,priority-meister,silo++,qjump++"
+    )]
+    pub policies: Vec<PolicyArg>,
+    /// search OPT (bisection in replay) on this many of the runs, the first ones
+    #[arg(long, default_value_t = 3)]
+    pub opt_runs: usize,
+    /// MMPP counting interval
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub fit_interval: f64,
+    /// worker threads (runs in parallel)
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// print JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// also write the JSON to this file
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// box plots of admitted tenants and bytes per policy (snc-meister Fig. 10/11)
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    parse_duration_s(s).map_err(|e| e.to_string())
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    parse_rate_bytes_per_s(s).map_err(|e| e.to_string())
+}
+
+pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(&a.traces)
+        .with_context(|| format!("cannot list traces in {}", a.traces.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e != "md"))
+        .collect();
+    traces.sort();
+    let cfg = AdmissionConfig {
+        traces,
+        runs: a.runs,
+        tenants: a.tenants,
+        seed: a.seed,
+        slos_s: a.slos.clone(),
+        percentile: a.percentile,
+        link_bytes_per_s: a.link,
+        clients: a.clients,
+        servers: a.servers,
+        policies: a.policies.iter().map(|&p| p.into()).collect(),
+        opt_runs: a.opt_runs.min(a.runs),
+        fit_interval_s: a.fit_interval,
+        window_s: 180.0,
+        threads: a.threads,
+    };
+    let steps = cfg.traces.len() + cfg.runs * cfg.policies.len() + cfg.opt_runs;
+    let bar = progress(steps as u64, a.json, "admission");
+    let result = run(&cfg, &|p| {
+        bar.inc(1);
+        match p {
+            Progress::Characterized(n) => bar.set_message(format!("characterized {n} traces")),
+            Progress::PolicyDone { run, policy } => bar.set_message(format!("run {run}: {policy}")),
+            Progress::OptDone { run } => bar.set_message(format!("run {run}: OPT")),
+        }
+    })?;
+    bar.finish_and_clear();
+    if let Some(path) = &a.out {
+        std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if a.json {
+        print_json(&result)?;
+    } else {
+        print!("{}", table(&result));
+    }
+    if let Some(path) = &a.svg {
+        write_svg(path, &figure(&result))?;
+    }
+    let violations: usize = result
+        .runs
+        .iter()
+        .flat_map(|r| r.policies.values())
+        .map(|p| p.violations)
+        .sum();
+    Ok(if violations == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::CheckFailed
+    })
+}
+
+fn table(r: &AdmissionResult) -> String {
+    let rows: Vec<Vec<String>> = r
+        .summary
+        .policies
+        .iter()
+        .map(|(name, p)| {
+            vec![
+                name.clone(),
+                format!("{:.1}", p.admitted),
+                format!("{:.1}", p.bytes / 1e6),
+                format!("{:.2}", p.violations),
+                p.of_opt
+                    .map_or_else(|| "-".into(), |x| format!("{:.0}%", 100.0 * x)),
+                format!("{:.2}", p.seconds_per_decision * 1e3),
+            ]
+        })
+        .collect();
+    let opts: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|x| x.opt.map(|o| o.to_string()))
+        .collect();
+    let mut out = format!(
+        "{} runs × {} tenants, link {:.0} Mbit/s, {} clients, {} servers\n",
+        r.runs.len(),
+        r.config.tenants,
+        r.config.link_bytes_per_s * 8e-6,
+        r.config.clients,
+        r.config.servers
+    );
+    out += &render(
+        &[
+            "policy",
+            "admitted (mean)",
+            "MB (mean)",
+            "violations",
+            "of OPT",
+            "ms/decision",
+        ],
+        &rows,
+    );
+    if !opts.is_empty() {
+        out += &format!("OPT on the first runs: {}\n", opts.join(", "));
+    }
+    if let Some(ratio) = r.summary.ratio {
+        out += &format!(
+            "snc-meister admits {ratio:.2}× the tenants of the best other policy ({:.2}× the bytes)\n",
+            r.summary.bytes_ratio.unwrap_or(f64::NAN)
+        );
+    }
+    out
+}
+
+/// A box (quartiles, median) with whiskers (min, max) at x, as one polyline.
+fn box_series(name: &str, x: f64, values: &mut [f64]) -> Series {
+    values.sort_by(f64::total_cmp);
+    let q = |p: f64| {
+        let i = p * (values.len() - 1) as f64;
+        let (lo, hi) = (i.floor() as usize, i.ceil() as usize);
+        values[lo] + (values[hi] - values[lo]) * (i - lo as f64)
+    };
+    let (min, q1, med, q3, max) = (q(0.0), q(0.25), q(0.5), q(0.75), q(1.0));
+    let w = 0.25;
+    Series::line(
+        name,
+        vec![
+            (x, min),
+            (x, q1),
+            (x - w, q1),
+            (x - w, q3),
+            (x, q3),
+            (x, max),
+            (x, q3),
+            (x + w, q3),
+            (x + w, med),
+            (x - w, med),
+            (x + w, med),
+            (x + w, q1),
+            (x, q1),
+        ],
+    )
+}
+
+fn figure(r: &AdmissionResult) -> Figure {
+    let names: Vec<&str> = Policy::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .filter(|n| r.summary.policies.contains_key(*n))
+        .collect();
+    let order = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{} = {n}", i + 1))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut tenants = Chart::new(format!("admitted tenants ({order})"))
+        .x_label("policy")
+        .y_label("tenants admitted")
+        .y_from_zero(true);
+    let mut bytes = Chart::new("bytes transferred by admitted tenants")
+        .x_label("policy")
+        .y_label("replayed [MB]")
+        .y_from_zero(true);
+    for (i, name) in names.iter().enumerate() {
+        let x = (i + 1) as f64;
+        let mut adm: Vec<f64> = r
+            .runs
+            .iter()
+            .map(|run| run.policies[*name].admitted as f64)
+            .collect();
+        let mut by: Vec<f64> = r
+            .runs
+            .iter()
+            .map(|run| run.policies[*name].bytes as f64 / 1e6)
+            .collect();
+        tenants = tenants.series(box_series(name, x, &mut adm));
+        bytes = bytes.series(box_series(name, x, &mut by));
+    }
+    let opts: Vec<(f64, f64)> = r
+        .runs
+        .iter()
+        .filter_map(|run| run.opt)
+        .map(|o| (names.len() as f64 + 1.0, o as f64))
+        .collect();
+    if !opts.is_empty() {
+        tenants = tenants.series(Series::points(
+            format!("OPT ({} = OPT)", names.len() + 1),
+            opts,
+        ));
+    }
+    Figure::new(vec![tenants, bytes]).columns(2)
+}

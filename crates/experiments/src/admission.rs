@@ -1,0 +1,541 @@
+//! snc-meister Fig. 1/10/11 (§5.4, §6.1–6.2): tenants drawn from production traces arrive in
+//! a random order with random p99.9 SLOs; every policy decides whom to admit from the first
+//! half of each trace; the admitted tenants' second halves are replayed together in the
+//! simulator with the policy's priorities and rate limits; OPT (the most tenants, in arrival
+//! order, that all meet their SLOs in replay) is searched on some runs.
+//!
+//! Topology (snc-meister Fig. 2): `clients` client hosts and `servers` server hosts, every
+//! link `link` [bytes/s] each way. A tenant sits on a random client and talks to a random
+//! server: a request flow (client-out → server-in, [`Stage::NetIn`] work) and a response flow
+//! (server-out → client-in, [`Stage::NetOut`] work). A trace is used by several tenants when
+//! there are more tenants than traces; each tenant's replayed half is rotated by its own
+//! random offset, so copies do not burst in lockstep.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tailbound_admission::{Admission, Policy};
+use tailbound_curves::mmpp::SizeKind;
+use tailbound_curves::stage_work;
+use tailbound_curves::StorageProfile;
+use tailbound_model::{
+    ArrivalCurve, Flow, Mmpp, Network, Percentile, Queue, Request, Slo, Stage, TenantSpec,
+};
+use tailbound_scenario::{FlowSource, Part, Scenario, TenantHosts, TenantSource};
+use tailbound_sim::{opt, Plan, Replay, Service};
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdmissionConfig {
+    /// trace files (each a tenant's traffic)
+    pub traces: Vec<PathBuf>,
+    pub runs: usize,
+    /// tenants per run
+    pub tenants: usize,
+    pub seed: u64,
+    /// SLO latencies to draw from [s]
+    pub slos_s: Vec<f64>,
+    /// SLO percentile, e.g. 99.9
+    pub percentile: f64,
+    /// every link's rate [bytes/s]
+    pub link_bytes_per_s: f64,
+    pub clients: usize,
+    pub servers: usize,
+    pub policies: Vec<Policy>,
+    /// OPT is searched on the first `opt_runs` runs
+    pub opt_runs: usize,
+    /// MMPP counting interval [s]
+    pub fit_interval_s: f64,
+    /// SLO-check window [s]
+    pub window_s: f64,
+    /// worker threads (runs in parallel)
+    pub threads: usize,
+}
+
+impl AdmissionConfig {
+    /// The paper's setup on `traces`: 12 clients, 6 servers, SLOs {10, 20, 50, 100} ms at
+    /// p99.9, every policy, OPT on 3 runs.
+    pub fn paper(traces: Vec<PathBuf>) -> AdmissionConfig {
+        AdmissionConfig {
+            traces,
+            runs: 20,
+            tenants: 180,
+            seed: 1,
+            slos_s: vec![0.010, 0.020, 0.050, 0.100],
+            percentile: 99.9,
+            link_bytes_per_s: DEFAULT_LINK,
+            clients: 12,
+            servers: 6,
+            policies: Policy::ALL.to_vec(),
+            opt_runs: 3,
+            fit_interval_s: 1.0,
+            window_s: 180.0,
+            threads: 2,
+        }
+    }
+}
+
+/// Default link rate: 100 Mbit/s [bytes/s] (see the README for why).
+pub const DEFAULT_LINK: f64 = 12.5e6;
+
+/// One policy in one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRun {
+    pub admitted: usize,
+    /// bytes the admitted tenants transfer in the replayed half [bytes]
+    pub bytes: u64,
+    /// admitted tenants whose replayed windowed p99.9 exceeds their SLO
+    pub violations: usize,
+    /// time to decide all arrivals [s]
+    pub seconds: f64,
+    /// mean time per admission decision [s]
+    pub seconds_per_decision: f64,
+    /// the admitted tenants that missed their SLO in replay (names)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violators: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub seed: u64,
+    pub policies: BTreeMap<String, PolicyRun>,
+    /// OPT for this run's arrival order, when searched
+    pub opt: Option<usize>,
+}
+
+/// Means over runs of one policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicySummary {
+    pub admitted: f64,
+    pub bytes: f64,
+    pub violations: f64,
+    pub seconds: f64,
+    pub seconds_per_decision: f64,
+    /// mean admitted / OPT over the runs where OPT was searched
+    pub of_opt: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// mean snc-meister admitted / mean admitted of the best other policy
+    pub ratio: Option<f64>,
+    /// the same for bytes
+    pub bytes_ratio: Option<f64>,
+    pub policies: BTreeMap<String, PolicySummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdmissionResult {
+    pub config: AdmissionConfig,
+    pub runs: Vec<RunResult>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdmissionExperimentError {
+    #[error("{0}")]
+    Config(String),
+    #[error("trace {path}: {message}")]
+    Trace { path: PathBuf, message: String },
+    #[error(transparent)]
+    Admission(#[from] tailbound_admission::AdmissionError),
+    #[error(transparent)]
+    Replay(#[from] tailbound_sim::ReplayError),
+}
+
+/// A trace characterized once: its first half's models per stage, its second half.
+struct Characterized {
+    name: String,
+    /// (request, response) flows' MMPP and arrival curve
+    models: [(Mmpp, ArrivalCurve); 2],
+    replay: Vec<Request>,
+}
+
+const STAGES: [Stage; 2] = [Stage::NetIn, Stage::NetOut];
+
+fn characterize(
+    path: &Path,
+    fit_interval_s: f64,
+) -> Result<Characterized, AdmissionExperimentError> {
+    let err = |message: String| AdmissionExperimentError::Trace {
+        path: path.to_path_buf(),
+        message,
+    };
+    let trace = tailbound_trace::read_trace(path).map_err(|e| err(e.to_string()))?;
+    let (first, second) = Part::FirstHalf
+        .split(&trace)
+        .map_err(|e| err(e.to_string()))?;
+    let profile = StorageProfile::intel710_ssd();
+    let model = |stage| {
+        tailbound_scenario::characterize(
+            &first.requests,
+            stage_work(stage, &profile),
+            SizeKind::Exponential,
+            fit_interval_s,
+        )
+        .map_err(|m| err(format!("{stage}: {m}")))
+    };
+    Ok(Characterized {
+        name: path.file_stem().map_or_else(
+            || path.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        ),
+        models: [model(STAGES[0])?, model(STAGES[1])?],
+        replay: second.requests,
+    })
+}
+
+/// Rotates requests by `offset_ns` within their span: those after the cut come first.
+fn rotate(requests: &[Request], offset_ns: u64) -> Vec<Request> {
+    let (Some(first), Some(last)) = (requests.first(), requests.last()) else {
+        return Vec::new();
+    };
+    let span = last.arrival_ns - first.arrival_ns + 1;
+    let offset = offset_ns % span;
+    let cut = first.arrival_ns + span - offset;
+    let split = requests.partition_point(|r| r.arrival_ns < cut);
+    let mut out = Vec::with_capacity(requests.len());
+    out.extend(requests[split..].iter().map(|r| Request {
+        arrival_ns: r.arrival_ns - cut + first.arrival_ns,
+        ..*r
+    }));
+    out.extend(requests[..split].iter().map(|r| Request {
+        arrival_ns: r.arrival_ns + offset,
+        ..*r
+    }));
+    out
+}
+
+/// One run's tenants: a scenario (network + sources) and their replayed requests.
+fn build_run(
+    cfg: &AdmissionConfig,
+    traces: &[Characterized],
+    seed: u64,
+) -> Result<(Scenario, Vec<Vec<Request>>), AdmissionExperimentError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut net = Network::default();
+    let mut hosts = Vec::new();
+    for i in 0..cfg.clients {
+        hosts.push(format!("client{i}"));
+    }
+    for i in 0..cfg.servers {
+        hosts.push(format!("server{i}"));
+    }
+    for h in &hosts {
+        for dir in ["out", "in"] {
+            net.queues.push(Queue {
+                name: format!("{h}-{dir}"),
+                rate: cfg.link_bytes_per_s,
+            });
+        }
+    }
+    let queue = |host: usize, dir: usize| 2 * host + dir;
+    // every trace once in random order, then random reuse
+    let mut order: Vec<usize> = (0..traces.len()).collect();
+    order.shuffle(&mut rng);
+    while order.len() < cfg.tenants {
+        order.push(rng.gen_range(0..traces.len()));
+    }
+    order.truncate(cfg.tenants);
+    let percentile = Percentile::new(cfg.percentile)
+        .map_err(|e| AdmissionExperimentError::Config(e.to_string()))?;
+    let mut sources = Vec::new();
+    let mut tenant_hosts = Vec::new();
+    let mut flow_sources = Vec::new();
+    let mut requests = Vec::new();
+    for (i, &ti) in order.iter().enumerate() {
+        let tr = &traces[ti];
+        let client = rng.gen_range(0..cfg.clients);
+        let server = cfg.clients + rng.gen_range(0..cfg.servers);
+        let slo_s = cfg.slos_s[rng.gen_range(0..cfg.slos_s.len())];
+        let offset_ns = rng.gen::<u64>();
+        let name = format!("t{i}-{}", tr.name);
+        let paths = [
+            vec![queue(client, 0), queue(server, 1)],
+            vec![queue(server, 0), queue(client, 1)],
+        ];
+        let mut flows = Vec::new();
+        for (k, (suffix, path)) in ["req", "resp"].iter().zip(paths).enumerate() {
+            flows.push(net.flows.len());
+            net.flows.push(Flow {
+                name: format!("{name}-{suffix}"),
+                tenant: i,
+                path,
+                mmpp: Some(tr.models[k].0.clone()),
+                arrival: Some(tr.models[k].1.clone()),
+            });
+            flow_sources.push(Some(FlowSource::network(STAGES[k])));
+        }
+        net.tenants.push(TenantSpec {
+            name,
+            slo: Slo {
+                latency_s: slo_s,
+                percentile,
+            },
+            flows,
+            group: None,
+            priority: None,
+        });
+        sources.push(TenantSource::Trace {
+            path: cfg.traces[ti].clone(),
+            part: Part::FirstHalf,
+        });
+        tenant_hosts.push(Some(TenantHosts {
+            client: hosts[client].clone(),
+            server: hosts[server].clone(),
+        }));
+        requests.push(rotate(&tr.replay, offset_ns));
+    }
+    let scenario = Scenario {
+        network: net,
+        tenants: sources,
+        hosts: tenant_hosts,
+        flows: flow_sources,
+    };
+    Ok((scenario, requests))
+}
+
+/// What the progress callback hears.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Progress {
+    /// traces characterized so far
+    Characterized(usize),
+    /// a policy of a run is decided and replayed
+    PolicyDone { run: usize, policy: Policy },
+    /// a run's OPT search finished
+    OptDone { run: usize },
+}
+
+/// Runs the experiment; `progress` may be called from worker threads.
+pub fn run(
+    cfg: &AdmissionConfig,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<AdmissionResult, AdmissionExperimentError> {
+    if cfg.traces.is_empty() {
+        return Err(AdmissionExperimentError::Config(
+            "no traces given; point --traces at a folder of trace files".into(),
+        ));
+    }
+    if cfg.slos_s.iter().any(|s| !(s.is_finite() && *s > 0.0)) || cfg.slos_s.is_empty() {
+        return Err(AdmissionExperimentError::Config(format!(
+            "SLOs {:?} are not allowed; expected durations > 0, e.g. 10ms,20ms",
+            cfg.slos_s
+        )));
+    }
+    if cfg.clients == 0 || cfg.servers == 0 || cfg.tenants == 0 || cfg.runs == 0 {
+        return Err(AdmissionExperimentError::Config(
+            "runs, tenants, clients and servers must all be at least 1".into(),
+        ));
+    }
+    if !(cfg.link_bytes_per_s.is_finite() && cfg.link_bytes_per_s > 0.0) {
+        return Err(AdmissionExperimentError::Config(format!(
+            "link rate {} is not allowed; expected a rate > 0, e.g. 100Mbit",
+            cfg.link_bytes_per_s
+        )));
+    }
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let traces: Vec<Characterized> = parallel_map(cfg.threads, &cfg.traces, |p| {
+        let c = characterize(p, cfg.fit_interval_s);
+        progress(Progress::Characterized(
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+        ));
+        c
+    })
+    .into_iter()
+    .collect::<Result<_, _>>()?;
+    let run_ids: Vec<usize> = (0..cfg.runs).collect();
+    let runs = parallel_map(cfg.threads, &run_ids, |&r| {
+        one_run(cfg, &traces, r, progress)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    let summary = summarize(&runs);
+    Ok(AdmissionResult {
+        config: cfg.clone(),
+        runs,
+        summary,
+    })
+}
+
+fn one_run(
+    cfg: &AdmissionConfig,
+    traces: &[Characterized],
+    run: usize,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<RunResult, AdmissionExperimentError> {
+    let seed = cfg
+        .seed
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(run as u64);
+    let (scenario, requests) = build_run(cfg, traces, seed)?;
+    let replay = Replay::with_requests(&scenario, requests);
+    let service = Service::default();
+    let mut policies = BTreeMap::new();
+    for &policy in &cfg.policies {
+        let mut engine = Admission::new(&scenario.network, policy)?;
+        let start = Instant::now();
+        for t in 0..scenario.network.tenants.len() {
+            engine.arrive(t)?;
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let decisions = engine.decisions();
+        let plan = Plan::from_decisions(&scenario, &decisions)?;
+        let result = replay.run(&plan, service, cfg.window_s)?;
+        let violators: Vec<String> = result
+            .tenants
+            .iter()
+            .filter(|t| !t.meets_slo)
+            .map(|t| t.name.clone())
+            .collect();
+        policies.insert(
+            policy.as_str().to_string(),
+            PolicyRun {
+                admitted: plan.tenants.len(),
+                bytes: result.tenants.iter().map(|t| t.bytes).sum(),
+                violations: violators.len(),
+                seconds,
+                seconds_per_decision: seconds / scenario.network.tenants.len() as f64,
+                violators,
+            },
+        );
+        progress(Progress::PolicyDone { run, policy });
+    }
+    let opt = if run < cfg.opt_runs {
+        let o = opt(&replay, service, cfg.window_s, |_, _| {})?;
+        progress(Progress::OptDone { run });
+        Some(o.n)
+    } else {
+        None
+    };
+    Ok(RunResult {
+        seed,
+        policies,
+        opt,
+    })
+}
+
+fn mean(v: impl IntoIterator<Item = f64>) -> f64 {
+    let (s, n) = v
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+fn summarize(runs: &[RunResult]) -> Summary {
+    let names: Vec<String> = runs
+        .first()
+        .map(|r| r.policies.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut policies = BTreeMap::new();
+    for name in &names {
+        let get = |f: &dyn Fn(&PolicyRun) -> f64| mean(runs.iter().map(|r| f(&r.policies[name])));
+        let with_opt: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| {
+                r.opt
+                    .filter(|&o| o > 0)
+                    .map(|o| r.policies[name].admitted as f64 / o as f64)
+            })
+            .collect();
+        policies.insert(
+            name.clone(),
+            PolicySummary {
+                admitted: get(&|p| p.admitted as f64),
+                bytes: get(&|p| p.bytes as f64),
+                violations: get(&|p| p.violations as f64),
+                seconds: get(&|p| p.seconds),
+                seconds_per_decision: get(&|p| p.seconds_per_decision),
+                of_opt: (!with_opt.is_empty()).then(|| mean(with_opt)),
+            },
+        );
+    }
+    let snc = policies.get(Policy::SncMeister.as_str());
+    let best_other = |f: fn(&PolicySummary) -> f64| {
+        policies
+            .iter()
+            .filter(|(n, _)| n.as_str() != Policy::SncMeister.as_str())
+            .map(|(_, p)| f(p))
+            .fold(None, |acc: Option<f64>, x| {
+                Some(acc.map_or(x, |a| a.max(x)))
+            })
+    };
+    let ratio = |f: fn(&PolicySummary) -> f64| match (snc, best_other(f)) {
+        (Some(s), Some(b)) if b > 0.0 => Some(f(s) / b),
+        _ => None,
+    };
+    Summary {
+        ratio: ratio(|p| p.admitted),
+        bytes_ratio: ratio(|p| p.bytes),
+        policies,
+    }
+}
+
+/// Maps `f` over `items` on up to `threads` scoped threads, keeping the order.
+fn parallel_map<T: Sync, R: Send>(
+    threads: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1).min(items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= items.len() {
+                    break;
+                }
+                let r = f(&items[i]);
+                out.lock().expect("no worker panicked")[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.expect("every item was mapped"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotation_keeps_requests_sorted_and_within_the_span() {
+        let reqs: Vec<Request> = [10u64, 20, 35, 50]
+            .iter()
+            .map(|&t| Request {
+                arrival_ns: t,
+                size_bytes: t,
+                op: tailbound_model::Op::Get,
+            })
+            .collect();
+        for offset in [0u64, 1, 7, 15, 40, 41, 1000] {
+            let r = rotate(&reqs, offset);
+            assert_eq!(r.len(), 4);
+            assert!(
+                r.windows(2).all(|w| w[0].arrival_ns <= w[1].arrival_ns),
+                "{offset}: {r:?}"
+            );
+            assert!(
+                r.iter().all(|q| (10..=50).contains(&q.arrival_ns)),
+                "{offset}: {r:?}"
+            );
+            let mut sizes: Vec<u64> = r.iter().map(|q| q.size_bytes).collect();
+            sizes.sort_unstable();
+            assert_eq!(sizes, [10, 20, 35, 50]);
+        }
+        assert_eq!(rotate(&reqs, 0), reqs);
+    }
+}
