@@ -52,6 +52,8 @@ pub enum Command {
     /// Reproduce the papers' experiments (JSON and SVG output)
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
+    /// Multi-resource allocation (DRF, H-DRF, first-fit) of a JSON input, or its benchmark
+    Alloc(cmd::alloc::AllocArgs),
     /// Decide tenant by tenant, in file order, whom to admit (SNC-Meister or a DNC baseline)
     Admit(cmd::admit::AdmitArgs),
     /// Replay the held-out half of every tenant's trace and check the SLOs (optionally under
@@ -72,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Curve(c) => cmd::curve::run(c),
         Command::Bound(a) => cmd::bound::run(a),
         Command::Experiment(c) => cmd::experiment::run(c),
+        Command::Alloc(a) => cmd::alloc::run(a),
         Command::Probe(c) => cmd::probe::run(c),
         Command::Admit(a) => cmd::admit::run(a),
         Command::Simulate(a) => cmd::simulate::run_simulate(a),

@@ -7,3 +7,4 @@
 
 pub mod admission;
 pub mod bounds;
+pub mod vdc;

@@ -19,14 +19,17 @@
 //! busy-seconds, Pulsar tokens); rates are that unit per second [work/s].
 //!
 //! Main types: [`TokenBucket`] (with [`NotReady`]), [`MultiBucket`] (Pulsar §4.4),
-//! [`PriorityQueue`] (strict priority, FIFO within a level), errors in [`ShapingError`].
+//! [`PriorityQueue`] (strict priority, FIFO within a level), errors in [`ShapingError`];
+//! Pulsar's demand and appliance-capacity estimators in [`estimate`] (§4.2–§4.3).
 
 pub mod error;
+pub mod estimate;
 pub mod multi;
 pub mod priority;
 pub mod token_bucket;
 
 pub use error::{MultiTakeError, ShapingError};
+pub use estimate::{CapacityConfig, CapacityEstimator, DemandEstimator, Phase};
 pub use multi::{MultiBucket, DEFAULT_BURST_S};
 pub use priority::PriorityQueue;
 pub use token_bucket::{NotReady, TokenBucket};

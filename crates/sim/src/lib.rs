@@ -81,6 +81,7 @@ mod engine;
 mod error;
 pub mod replay;
 mod stats;
+pub mod vdc;
 
 pub use engine::{simulate, QueueStats, SimResult};
 pub use error::SimError;

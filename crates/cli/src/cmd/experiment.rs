@@ -24,12 +24,16 @@ pub enum ExperimentCommand {
     BoundsDependent(BoundsDependentArgs),
     /// snc-meister Fig. 13: bound vs number of nines in the SLO percentile
     BoundsNines(BoundsNinesArgs),
+    /// pulsar Fig. 12/13/14: virtual datacenters in simulation
+    #[command(subcommand)]
+    Vdc(super::experiment_vdc::VdcCommand),
     /// snc-meister Fig. 1/10/11: tenants admitted by SNC-Meister and the DNC baselines, replayed
     Admission(super::experiment_admission::AdmissionArgs),
 }
 
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
     match cmd {
+        ExperimentCommand::Vdc(c) => super::experiment_vdc::run(c),
         ExperimentCommand::Admission(a) => super::experiment_admission::run_admission(a),
         ExperimentCommand::BoundsTenants(a) => {
             let cfg = a.common.config()?;

@@ -1,12 +1,14 @@
 //! One module per subcommand, plus the small helpers they share: loading traces with context,
 //! printing JSON, writing SVG figures, progress bars.
 
+pub mod alloc;
 pub mod admit;
 pub mod bound;
 pub mod curve;
 pub mod demo;
 pub mod experiment;
 pub mod experiment_admission;
+pub mod experiment_vdc;
 pub mod probe;
 pub mod simulate;
 pub mod trace;

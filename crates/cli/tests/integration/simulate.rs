@@ -120,3 +120,38 @@ fn bad_decisions_exit_2_naming_the_problem() {
         stderr(&out)
     );
 }
+
+#[test]
+fn admit_emits_decisions_that_simulate_replays() {
+    use tailbound_cli::report::AdmitReport;
+    let dir = tempfile::tempdir().unwrap();
+    let path = scenario(dir.path());
+    let p = path.to_str().unwrap();
+    for policy in ["snc-meister", "priority-meister", "silo++", "qjump++"] {
+        let out = dir.path().join(format!("{policy}.json"));
+        let r: AdmitReport = json(&[
+            "admit",
+            p,
+            "--policy",
+            policy,
+            "--json",
+            "--decisions-out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.tenants.len(), 3);
+        // the server link carries two of the three
+        assert!((1..=2).contains(&r.admitted), "{policy}: {}", r.admitted);
+        assert!(r.tenants.iter().all(|t| t.admitted || t.reason.is_some()));
+        let sim: SimReport = json(&[
+            "simulate",
+            p,
+            "--decisions",
+            out.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(sim.tenants.len(), r.admitted, "{policy}");
+    }
+    let out = tailbound(&["admit", p, "--policy", "fastest"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("snc-meister"), "{}", stderr(&out));
+}

@@ -1,0 +1,271 @@
+//! `tailbound experiment vdc ...`: Pulsar's evaluation in simulation — `enforcement`
+//! (Fig. 12/13: guarantees with and without isolation) and `capacity` (Fig. 14: the capacity
+//! estimate as tenants arrive). Exit 1 when Pulsar itself misses a guarantee or the estimate
+//! does not settle within 15 intervals.
+
+use super::alloc::MraArg;
+use super::{print_json, progress, write_svg};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use tailbound_experiments::vdc::{
+    capacity, enforcement, CapacityExperiment, EnforcementExperiment, Isolation, VdcConfig,
+};
+use tailbound_plot::{Chart, Figure, Series};
+
+#[derive(Debug, Subcommand)]
+pub enum VdcCommand {
+    /// pulsar Fig. 12/13: four tenants' guarantees under Pulsar and the baselines
+    Enforcement(EnforcementArgs),
+    /// pulsar Fig. 14: appliance capacity estimation as tenants start one by one
+    Capacity(CapacityArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsolationArg {
+    Pulsar,
+    None,
+    PerAppliance,
+    NetworkOnly,
+}
+
+impl From<IsolationArg> for Isolation {
+    fn from(i: IsolationArg) -> Isolation {
+        match i {
+            IsolationArg::Pulsar => Isolation::Pulsar,
+            IsolationArg::None => Isolation::None,
+            IsolationArg::PerAppliance => Isolation::PerAppliance,
+            IsolationArg::NetworkOnly => Isolation::NetworkOnly,
+        }
+    }
+}
+
+/// Settings of both VDC experiments.
+#[derive(Debug, Args)]
+pub struct VdcCommon {
+    /// simulated seconds (per phase for `capacity`)
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// control interval [s]
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// the provider's global allocation mechanism
+    #[arg(long, value_enum, default_value_t = MraArg::Hdrf)]
+    pub global: MraArg,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// print JSON on stdout instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// also write the JSON result to this file
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// draw the figure to this SVG file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+impl VdcCommon {
+    fn config(&self, default_duration_s: f64) -> VdcConfig {
+        VdcConfig {
+            duration_s: self.duration.unwrap_or(default_duration_s),
+            interval_s: self.interval,
+            global: self.global.into(),
+            seed: self.seed,
+        }
+    }
+
+    fn write(&self, value: &impl serde::Serialize, figure: &Figure) -> anyhow::Result<()> {
+        if let Some(path) = &self.out {
+            let json = serde_json::to_string_pretty(value)?;
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        if let Some(path) = &self.svg {
+            write_svg(path, figure)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct EnforcementArgs {
+    #[command(flatten)]
+    pub common: VdcCommon,
+    /// isolation modes to compare, comma-separated
+    #[arg(long, value_enum, value_delimiter = ',',
+          default_values_t = [IsolationArg::Pulsar, IsolationArg::None, IsolationArg::PerAppliance, IsolationArg::NetworkOnly])]
+    pub modes: Vec<IsolationArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    #[command(flatten)]
+    pub common: VdcCommon,
+}
+
+pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
+    match cmd {
+        VdcCommand::Enforcement(a) => {
+            let cfg = a.common.config(40.0);
+            let modes: Vec<Isolation> = a.modes.iter().map(|&m| m.into()).collect();
+            let bar = progress(modes.len() as u64, a.common.json, "simulating");
+            let exp = enforcement(&cfg, &modes, || bar.inc(1))?;
+            bar.finish_and_clear();
+            a.common.write(&exp, &enforcement_figure(&exp))?;
+            if a.common.json {
+                print_json(&exp)?;
+            } else {
+                print!("{}", enforcement_table(&exp));
+            }
+            let pulsar_ok = exp
+                .modes
+                .iter()
+                .filter(|m| m.isolation == Isolation::Pulsar)
+                .all(|m| m.all_met);
+            Ok(if pulsar_ok {
+                Outcome::Ok
+            } else {
+                Outcome::CheckFailed
+            })
+        }
+        VdcCommand::Capacity(a) => {
+            let cfg = a.common.config(40.0);
+            let exp = capacity(&cfg)?;
+            a.common.write(&exp, &capacity_figure(&exp))?;
+            if a.common.json {
+                print_json(&exp)?;
+            } else {
+                print!("{}", capacity_table(&exp));
+            }
+            let ok = exp
+                .phases
+                .iter()
+                .all(|p| p.guarantees_met && p.settle_intervals.is_some_and(|s| s <= 15));
+            Ok(if ok {
+                Outcome::Ok
+            } else {
+                Outcome::CheckFailed
+            })
+        }
+    }
+}
+
+fn enforcement_table(exp: &EnforcementExperiment) -> String {
+    let mut rows = Vec::new();
+    for m in &exp.modes {
+        for t in &m.tenants {
+            rows.push(vec![
+                m.isolation.as_str().to_string(),
+                t.tenant.clone(),
+                t.resource.clone(),
+                format!("{:.0}", t.guarantee),
+                format!("{:.0}", t.throughput),
+                format!("{:.2}", t.ratio),
+                if t.met { "yes" } else { "NO" }.to_string(),
+            ]);
+        }
+    }
+    render(
+        &[
+            "isolation",
+            "tenant",
+            "resource",
+            "guarantee [tokens/s]",
+            "throughput [tokens/s]",
+            "ratio",
+            "met",
+        ],
+        &rows,
+    )
+}
+
+fn enforcement_figure(exp: &EnforcementExperiment) -> Figure {
+    let mut ratio = Chart::new("throughput / guarantee per tenant (pulsar Fig. 12/13)")
+        .x_label("tenant (0 = A, 1 = B, 2 = C, 3 = D)")
+        .y_label("throughput / guarantee")
+        .y_from_zero(true);
+    for m in &exp.modes {
+        let pts = m
+            .tenants
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (k as f64, t.ratio))
+            .collect();
+        ratio = ratio.series(Series::points(m.isolation.as_str(), pts));
+    }
+    ratio = ratio.series(Series::line("guarantee", vec![(0.0, 1.0), (3.0, 1.0)]));
+    let mut charts = vec![ratio];
+    for m in &exp.modes {
+        let mut c = Chart::new(format!("{}: throughput over time", m.isolation.as_str()))
+            .x_label("time [s]")
+            .y_label("tokens/s")
+            .y_from_zero(true);
+        for (k, t) in m.tenants.iter().enumerate() {
+            let pts = m.series.iter().map(|(x, v)| (*x, v[k])).collect();
+            c = c.series(Series::step(t.tenant.clone(), pts));
+        }
+        charts.push(c);
+    }
+    Figure::new(charts).columns(2)
+}
+
+fn capacity_table(exp: &CapacityExperiment) -> String {
+    let rows: Vec<Vec<String>> = exp
+        .phases
+        .iter()
+        .map(|p| {
+            vec![
+                p.active.join("+"),
+                format!("{:.0}", p.start_s),
+                format!("{:.0}", p.final_estimate),
+                p.settle_intervals
+                    .map_or_else(|| "-".into(), |s| s.to_string()),
+                p.guarantee_ratio
+                    .iter()
+                    .map(|r| format!("{r:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                if p.guarantees_met { "yes" } else { "NO" }.to_string(),
+            ]
+        })
+        .collect();
+    render(
+        &[
+            "active",
+            "from [s]",
+            "estimate [tokens/s]",
+            "settled after [intervals]",
+            "throughput / guarantee",
+            "met",
+        ],
+        &rows,
+    )
+}
+
+fn capacity_figure(exp: &CapacityExperiment) -> Figure {
+    let mut c = Chart::new("key-value store capacity estimate (pulsar Fig. 14(a))")
+        .x_label("time [s]")
+        .y_label("tokens/s")
+        .y_from_zero(true);
+    c = c.series(Series::step(
+        "estimate",
+        exp.series.iter().map(|p| (p.t_s, p.estimate)).collect(),
+    ));
+    c = c.series(Series::step(
+        "appliance throughput",
+        exp.series.iter().map(|p| (p.t_s, p.appliance)).collect(),
+    ));
+    for (k, (name, _)) in exp.tenants.iter().enumerate() {
+        c = c.series(Series::step(
+            name.clone(),
+            exp.series
+                .iter()
+                .map(|p| (p.t_s, p.throughput[k]))
+                .collect(),
+        ));
+    }
+    Figure::new(vec![c])
+}
