@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests need (later issues add memcached, iproute2, cmake, sockperf).
-packages=(iproute2)
+packages=(iproute2 cmake clang libclang-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,7 +9,7 @@
 //! | policy | levels | rate limits per flow | check |
 //! |---|---|---|---|
 //! | [`Policy::SncMeister`] | dense rank of SLO | none | SNC-Meister's SNC analysis (§4.1, §4.2 groups) |
-//! | [`Policy::PriorityMeister`] | dense rank of SLO | the r-b curve, pruned to [`PM_BUCKETS`] buckets | DNC with priorities |
+//! | [`Policy::PriorityMeister`] | dense rank of SLO | the r-b curve, pruned to [`PM_BUCKETS`] buckets, from Silo++'s rate up | DNC with priorities |
 //! | [`Policy::SiloPlusPlus`] | one level | effective bandwidth, one-packet burst | DNC queueing + shaper delay |
 //! | [`Policy::QjumpPlusPlus`] | [`QJUMP_LEVELS`] fixed levels | the level's rate, one-packet burst | DNC with priorities + shaper delay |
 //!

@@ -101,10 +101,13 @@ fn packet_burst(a: &ArrivalCurve) -> f64 {
     a.at(0.0)
 }
 
-/// PriorityMeister's buckets: the pruned arrival curve's lines with rates of at least
-/// [`HEADROOM`] × the mean, plus the exact curve's bucket at that rate.
-fn pm_buckets(a: &ArrivalCurve) -> Vec<Bucket> {
-    let floor = HEADROOM * a.tail_rate();
+/// PriorityMeister's buckets: the pruned arrival curve's lines with rates above a floor, plus
+/// the exact curve's bucket at the floor. The floor is Silo++'s rate for the same budget (the
+/// effective bandwidth, at least [`HEADROOM`] × the mean): buckets near the characterized
+/// mean rate hold a replayed half that is busier for minutes (the production traces are)
+/// for seconds to minutes at the tenant's own shaper, which no SLO survives.
+fn pm_buckets(a: &ArrivalCurve, budget_s: f64) -> Vec<Bucket> {
+    let floor = silo_bucket(a, budget_s).rate;
     let pruned = prune(a, PM_BUCKETS).unwrap_or_else(|_| a.clone());
     let exact = Arrival::from(a);
     let mut out: Vec<Bucket> = Arrival::from(&pruned)
@@ -120,6 +123,12 @@ fn pm_buckets(a: &ArrivalCurve) -> Vec<Bucket> {
         out.push(Bucket { rate: floor, burst });
     }
     out
+}
+
+/// Half of the SLO for the shapers, split over the tenant's flows; the rest is the network's
+/// [s].
+fn shaper_budget(slo_s: f64, flows: usize) -> f64 {
+    slo_s / 2.0 / flows.max(1) as f64
 }
 
 /// Silo++'s bucket for a flow with a shaper-delay budget [s]: the effective bandwidth (least
@@ -190,12 +199,15 @@ pub(crate) fn decide(
             shaper_delay_s: 0.0,
         })],
         Policy::PriorityMeister => {
-            let buckets = flows.iter().map(|&f| pm_buckets(arrival(net, f))).collect();
+            let budget = shaper_budget(slo_s, flows.len());
+            let buckets = flows
+                .iter()
+                .map(|&f| pm_buckets(arrival(net, f), budget))
+                .collect();
             vec![grant(net, newcomer, 0, buckets)]
         }
         Policy::SiloPlusPlus => {
-            // half of the SLO for the shapers, split over the flows; the rest for the network
-            let budget = slo_s / 2.0 / flows.len() as f64;
+            let budget = shaper_budget(slo_s, flows.len());
             let buckets = flows
                 .iter()
                 .map(|&f| vec![silo_bucket(arrival(net, f), budget)])

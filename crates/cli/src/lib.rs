@@ -56,6 +56,8 @@ pub enum Command {
     Alloc(cmd::alloc::AllocArgs),
     /// Decide tenant by tenant, in file order, whom to admit (SNC-Meister or a DNC baseline)
     Admit(cmd::admit::AdmitArgs),
+    /// Choose each workload's server and rate limits (WorkloadCompactor's LP or a baseline)
+    Place(cmd::place::PlaceArgs),
     /// Replay the held-out half of every tenant's trace and check the SLOs (optionally under
     /// a policy's decisions)
     Simulate(cmd::simulate::SimulateArgs),
@@ -77,6 +79,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Alloc(a) => cmd::alloc::run(a),
         Command::Probe(c) => cmd::probe::run(c),
         Command::Admit(a) => cmd::admit::run(a),
+        Command::Place(a) => cmd::place::run(a),
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
     }

@@ -92,6 +92,21 @@ pub struct EffBwReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DemoReport {
     pub tenants: Vec<DemoTenant>,
+    /// every admission policy over the tenants in file order, with the replay of the second
+    /// halves under its decisions (a small snc-meister Fig. 10)
+    #[serde(default)]
+    pub admission: Vec<DemoPolicy>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DemoPolicy {
+    pub policy: String,
+    /// the admitted tenants
+    pub admitted: Vec<String>,
+    /// bytes they transfer in the replayed halves [bytes]
+    pub bytes: u64,
+    /// admitted tenants whose replayed windowed SLO percentile exceeds their SLO
+    pub violations: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -52,6 +52,12 @@ pub struct AdmissionConfig {
     pub opt_runs: usize,
     /// MMPP counting interval [s]
     pub fit_interval_s: f64,
+    /// requests closer than this form one MMPP arrival event [s]; 0: none
+    #[serde(default)]
+    pub batch_gap_s: f64,
+    /// MMPP state sizes
+    #[serde(default)]
+    pub sizes: SizeKind,
     /// SLO-check window [s]
     pub window_s: f64,
     /// worker threads (runs in parallel)
@@ -75,14 +81,21 @@ impl AdmissionConfig {
             policies: Policy::ALL.to_vec(),
             opt_runs: 3,
             fit_interval_s: 1.0,
+            batch_gap_s: DEFAULT_BATCH_GAP,
+            sizes: SizeKind::Empirical,
             window_s: 180.0,
             threads: 2,
         }
     }
 }
 
-/// Default link rate: 100 Mbit/s [bytes/s] (see the README for why).
-pub const DEFAULT_LINK: f64 = 12.5e6;
+/// Default link rate: 1 Gbit/s, the paper's [bytes/s] (see the README for why).
+pub const DEFAULT_LINK: f64 = 125e6;
+
+/// Default MMPP batch gap [s]: the production traces arrive in batches of up to hundreds of
+/// requests within microseconds, which a Poisson-within-state MMPP of single requests cannot
+/// represent (see `curves::mmpp`, "Batches").
+pub const DEFAULT_BATCH_GAP: f64 = 1e-3;
 
 /// One policy in one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,9 +109,22 @@ pub struct PolicyRun {
     pub seconds: f64,
     /// mean time per admission decision [s]
     pub seconds_per_decision: f64,
-    /// the admitted tenants that missed their SLO in replay (names)
+    /// the admitted tenants that missed their SLO in replay: name, worst windowed SLO
+    /// percentile [s], SLO [s], and the same percentile when replayed without rate limits [s]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub violators: Vec<String>,
+    pub violators: Vec<Violator>,
+}
+
+/// An admitted tenant that missed its SLO in replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Violator {
+    pub name: String,
+    /// its worst window's SLO percentile [s]
+    pub worst_s: f64,
+    pub slo_s: f64,
+    /// the same replay without any rate limits: its worst window [s] (shows whether its own
+    /// shaper or the others' traffic made it miss)
+    pub unshaped_worst_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,7 +187,7 @@ const STAGES: [Stage; 2] = [Stage::NetIn, Stage::NetOut];
 
 fn characterize(
     path: &Path,
-    fit_interval_s: f64,
+    cfg: &AdmissionConfig,
 ) -> Result<Characterized, AdmissionExperimentError> {
     let err = |message: String| AdmissionExperimentError::Trace {
         path: path.to_path_buf(),
@@ -176,8 +202,9 @@ fn characterize(
         tailbound_scenario::characterize(
             &first.requests,
             stage_work(stage, &profile),
-            SizeKind::Exponential,
-            fit_interval_s,
+            cfg.sizes,
+            cfg.fit_interval_s,
+            cfg.batch_gap_s,
         )
         .map_err(|m| err(format!("{stage}: {m}")))
     };
@@ -341,7 +368,7 @@ pub fn run(
     }
     let done = std::sync::atomic::AtomicUsize::new(0);
     let traces: Vec<Characterized> = parallel_map(cfg.threads, &cfg.traces, |p| {
-        let c = characterize(p, cfg.fit_interval_s);
+        let c = characterize(p, cfg);
         progress(Progress::Characterized(
             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
         ));
@@ -387,12 +414,36 @@ fn one_run(
         let decisions = engine.decisions();
         let plan = Plan::from_decisions(&scenario, &decisions)?;
         let result = replay.run(&plan, service, cfg.window_s)?;
-        let violators: Vec<String> = result
+        let worst = |t: &tailbound_sim::TenantResult| {
+            t.windows
+                .iter()
+                .map(|w| w.slo_percentile_s)
+                .fold(0.0, f64::max)
+        };
+        let mut violators: Vec<Violator> = result
             .tenants
             .iter()
-            .filter(|t| !t.meets_slo)
-            .map(|t| t.name.clone())
+            .zip(&plan.tenants)
+            .filter(|(t, _)| !t.meets_slo)
+            .map(|(t, &ti)| Violator {
+                name: t.name.clone(),
+                worst_s: worst(t),
+                slo_s: scenario.network.tenants[ti].slo.latency_s,
+                unshaped_worst_s: f64::NAN,
+            })
             .collect();
+        if !violators.is_empty() {
+            let unshaped = Plan {
+                shapers: Default::default(),
+                ..plan.clone()
+            };
+            let free = replay.run(&unshaped, service, cfg.window_s)?;
+            for v in &mut violators {
+                if let Some(t) = free.tenants.iter().find(|t| t.name == v.name) {
+                    v.unshaped_worst_s = worst(t);
+                }
+            }
+        }
         policies.insert(
             policy.as_str().to_string(),
             PolicyRun {

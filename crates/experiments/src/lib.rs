@@ -7,4 +7,5 @@
 
 pub mod admission;
 pub mod bounds;
+pub mod placement;
 pub mod vdc;

@@ -163,16 +163,17 @@ pub struct EnforcementExperiment {
     pub modes: Vec<ModeOutcome>,
 }
 
+/// The Fig. 9–11 setup: the datacenter, its appliances' true costs, the flows' workloads,
+/// and per tenant A–D (tenant, metric resource, guarantee).
+pub type EnforcementSetup = (
+    Datacenter,
+    Vec<ApplianceModel>,
+    Vec<FlowWorkload>,
+    Vec<(usize, usize, f64)>,
+);
+
 /// The Fig. 9–11 datacenter and workloads; tenant metric resources in order A–D.
-pub fn enforcement_setup() -> Result<
-    (
-        Datacenter,
-        Vec<ApplianceModel>,
-        Vec<FlowWorkload>,
-        Vec<(usize, usize, f64)>,
-    ),
-    VdcExperimentError,
-> {
+pub fn enforcement_setup() -> Result<EnforcementSetup, VdcExperimentError> {
     let servers = ["s0", "s1", "s2", "s3"]
         .iter()
         .map(|s| ServerSpec {

@@ -10,17 +10,19 @@ use tailbound_curves::rb::{sustained_arrival_curve, work_series};
 use tailbound_curves::WorkFunction;
 use tailbound_model::{ArrivalCurve, Mmpp, Request};
 
-/// MMPP (default fit options but `sizes` and the counting interval [s]) and sustained arrival curve of `requests` under
+/// MMPP (default fit options but `sizes`, the counting interval [s] and the batch gap [s]) and sustained arrival curve of `requests` under
 /// `work`.
 pub fn characterize(
     requests: &[Request],
     work: &dyn WorkFunction,
     sizes: SizeKind,
     interval_s: f64,
+    batch_gap_s: f64,
 ) -> Result<(Mmpp, ArrivalCurve), String> {
     let opts = MmppFitOptions {
         sizes,
         interval_s,
+        batch_gap_s,
         ..MmppFitOptions::default()
     };
     let mmpp = fit_mmpp(requests, work, &opts).map_err(|e| format!("mmpp fit failed: {e}"))?;

@@ -166,9 +166,13 @@ pub struct Characterize {
     /// sub-second bursts)
     #[serde(default)]
     pub interval: Option<FitInterval>,
+    /// requests closer than this to the previous one form one MMPP arrival event (a batch),
+    /// e.g. "1ms"; default none (every request is an event, as SNC-Meister fits)
+    #[serde(default)]
+    pub batch_gap: Option<FitInterval>,
 }
 
-/// An MMPP counting interval written as a duration ("1s", "250ms") [s].
+/// An MMPP fit duration (counting interval, batch gap) written as "1s", "250ms" [s].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FitInterval(pub f64);
 
@@ -176,11 +180,11 @@ impl<'de> Deserialize<'de> for FitInterval {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FitInterval, D::Error> {
         let text = String::deserialize(d)?;
         let s = parse_duration_s(&text).map_err(serde::de::Error::custom)?;
-        if s > 0.0 {
+        if s >= 0.0 {
             Ok(FitInterval(s))
         } else {
             Err(serde::de::Error::custom(format!(
-                "interval {text:?} is not allowed; expected a duration > 0, e.g. \"1s\""
+                "duration {text:?} is not allowed; expected a duration >= 0, e.g. \"1s\""
             )))
         }
     }
@@ -441,6 +445,7 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
                 stage_work(stage, profile),
                 opts.sizes,
                 opts.interval.map_or(1.0, |i| i.0),
+                opts.batch_gap.map_or(0.0, |g| g.0),
             )
             .map_err(|m| ScenarioError::Trace {
                 path: path.to_path_buf(),

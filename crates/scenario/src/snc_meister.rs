@@ -621,6 +621,7 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
                 stage_work(stage, &profile),
                 options.sizes,
                 1.0,
+                0.0,
             )
             .map_err(|m| {
                 trace_error(

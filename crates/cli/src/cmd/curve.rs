@@ -223,6 +223,15 @@ pub enum SizesArg {
     Empirical,
 }
 
+impl From<SizesArg> for SizeKind {
+    fn from(s: SizesArg) -> SizeKind {
+        match s {
+            SizesArg::Exponential => SizeKind::Exponential,
+            SizesArg::Empirical => SizeKind::Empirical,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RateArg {
     /// the band centre, as SNC-Meister codes it
@@ -247,6 +256,10 @@ pub struct MmppArgs {
     /// time step of the discrete chain
     #[arg(long, default_value = "10us")]
     pub step: String,
+    /// requests closer than this to the previous one are one arrival event (a batch); 0s:
+    /// every request is one (SNC-Meister)
+    #[arg(long, default_value = "0s")]
+    pub batch_gap: String,
     /// most states
     #[arg(long, default_value_t = 10)]
     pub max_states: usize,
@@ -262,10 +275,8 @@ fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
         step_s: parse_duration_s(&a.step)?,
         band_factor: a.band_factor,
         max_states: a.max_states,
-        sizes: match a.sizes {
-            SizesArg::Exponential => SizeKind::Exponential,
-            SizesArg::Empirical => SizeKind::Empirical,
-        },
+        sizes: a.sizes.into(),
+        batch_gap_s: parse_duration_s(&a.batch_gap)?,
         state_rate: match a.state_rate {
             RateArg::Centre => StateRate::BandCentre,
             RateArg::Observed => StateRate::Observed,

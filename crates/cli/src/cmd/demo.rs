@@ -3,11 +3,12 @@
 //! The tenant set is a scenario in tailbound's own format (`demo.toml`, embedded in the
 //! binary): it is generated from seeds, characterized on the first half of each trace (exact
 //! arrival curves, MMPP fits, effective bandwidths per flow) and every tenant's latency is
-//! bounded with SNC-Meister's analysis and with DNC. Later stages (admission, placement,
-//! replay) extend this command.
+//! bounded with SNC-Meister's analysis and with DNC. Then every admission policy decides the
+//! tenants in file order and the second halves are replayed under its decisions: a small
+//! snc-meister Fig. 10.
 
 use super::{print_json, write_svg};
-use crate::report::{DemoFlow, DemoReport, DemoTenant};
+use crate::report::{DemoFlow, DemoPolicy, DemoReport, DemoTenant};
 use crate::table::{render, si};
 use crate::Outcome;
 use anyhow::Context;
@@ -18,7 +19,9 @@ use tailbound_calculus::{bound_all, BoundOptions, Method};
 use tailbound_curves::effbw::effective_bandwidth;
 use tailbound_model::units::format_duration_s;
 use tailbound_plot::{Chart, Figure, Scale, Series};
+use tailbound_admission::{Admission, Policy};
 use tailbound_scenario::TenantSource;
+use tailbound_sim::{Plan, Replay, ReplayPart, Service};
 
 /// The embedded tenant set.
 pub const DEMO_SCENARIO: &str = include_str!("demo.toml");
@@ -98,7 +101,28 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
                 .collect(),
         });
     }
-    let report = DemoReport { tenants };
+    let replay = Replay::load(&scenario, ReplayPart::SecondHalf)?;
+    let mut admission = Vec::new();
+    for policy in Policy::ALL {
+        let mut engine = Admission::new(net, policy)?;
+        for t in 0..net.tenants.len() {
+            engine.arrive(t)?;
+        }
+        let plan = Plan::from_decisions(&scenario, &engine.decisions())?;
+        let result = replay.run(&plan, Service::default(), 180.0)?;
+        admission.push(DemoPolicy {
+            policy: policy.as_str().to_string(),
+            admitted: result.tenants.iter().map(|t| t.name.clone()).collect(),
+            bytes: result.tenants.iter().map(|t| t.bytes).sum(),
+            violations: result
+                .tenants
+                .iter()
+                .filter(|t| !t.meets_slo)
+                .map(|t| t.name.clone())
+                .collect(),
+        });
+    }
+    let report = DemoReport { tenants, admission };
     if let Some(svg) = &a.svg {
         write_svg(svg, &figure(&report))?;
     }
@@ -195,5 +219,24 @@ fn summary(r: &DemoReport) -> String {
         ],
         &rows,
     );
+    s += "\nadmission in file order, then replay of the second halves under each policy's \
+          decisions:\n";
+    let rows: Vec<Vec<String>> = r
+        .admission
+        .iter()
+        .map(|p| {
+            vec![
+                p.policy.clone(),
+                format!("{} of {}", p.admitted.len(), r.tenants.len()),
+                si(p.bytes as f64),
+                if p.violations.is_empty() {
+                    "none".to_string()
+                } else {
+                    p.violations.join(", ")
+                },
+            ]
+        })
+        .collect();
+    s += &render(&["policy", "admitted", "bytes", "SLO missed in replay"], &rows);
     s
 }

@@ -29,12 +29,15 @@ pub enum ExperimentCommand {
     Vdc(super::experiment_vdc::VdcCommand),
     /// snc-meister Fig. 1/10/11: tenants admitted by SNC-Meister and the DNC baselines, replayed
     Admission(super::experiment_admission::AdmissionArgs),
+    /// workload-compactor Fig. 6/11/12/13: servers used by WorkloadCompactor vs the baselines
+    Placement(super::experiment_placement::PlacementArgs),
 }
 
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
     match cmd {
         ExperimentCommand::Vdc(c) => super::experiment_vdc::run(c),
         ExperimentCommand::Admission(a) => super::experiment_admission::run_admission(a),
+        ExperimentCommand::Placement(a) => super::experiment_placement::run_placement(a),
         ExperimentCommand::BoundsTenants(a) => {
             let cfg = a.common.config()?;
             let counts: Vec<usize> = match a.tenants {

@@ -2,6 +2,7 @@
 //! policy over random runs, replay violations, OPT.
 
 use super::admit::PolicyArg;
+use super::curve::SizesArg;
 use super::{print_json, progress, write_svg};
 use crate::table::render;
 use crate::Outcome;
@@ -33,7 +34,7 @@ pub struct AdmissionArgs {
     #[arg(long, default_value_t = 99.9)]
     pub percentile: f64,
     /// every link's rate, each way
-    #[arg(long, default_value = "100Mbit", value_parser = parse_rate)]
+    #[arg(long, default_value = "1Gbit", value_parser = parse_rate)]
     pub link: f64,
     #[arg(long, default_value_t = 12)]
     pub clients: usize,
@@ -53,6 +54,13 @@ pub struct AdmissionArgs {
     /// MMPP counting interval
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub fit_interval: f64,
+    /// requests closer than this to the previous one are one MMPP arrival event (a batch);
+    /// 0s: every request is an event (SNC-Meister's fit, unsound on these traces)
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub batch_gap: f64,
+    /// MMPP state size model (empirical: the batches' observed work)
+    #[arg(long, value_enum, default_value_t = SizesArg::Empirical)]
+    pub sizes: SizesArg,
     /// worker threads (runs in parallel)
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -95,6 +103,8 @@ pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
         policies: a.policies.iter().map(|&p| p.into()).collect(),
         opt_runs: a.opt_runs.min(a.runs),
         fit_interval_s: a.fit_interval,
+        batch_gap_s: a.batch_gap,
+        sizes: a.sizes.into(),
         window_s: 180.0,
         threads: a.threads,
     };

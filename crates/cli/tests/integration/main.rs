@@ -8,6 +8,7 @@ mod curve;
 mod demo;
 mod errors;
 mod experiment;
+mod place;
 mod probe;
 mod simulate;
 mod trace;

@@ -1,0 +1,229 @@
+//! `tailbound experiment placement`: servers needed by WorkloadCompactor and the baselines
+//! (workload-compactor Fig. 6/11/13), placement time of first-fit vs fast-first-fit
+//! (Fig. 12), and the replayed SLO check.
+
+use super::{load_trace, print_json, progress, write_svg};
+use crate::table::render;
+use crate::Outcome;
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use tailbound_experiments::placement::{
+    run, Events, PlacementExperiment, PlacementExperimentConfig,
+};
+use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
+use tailbound_placement::{Policy, ServerSpec};
+use tailbound_plot::{Chart, Figure, Series};
+use tailbound_sim::Service;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EventsArg {
+    /// workloads only arrive; servers counted at the end (Fig. 11)
+    Arrivals,
+    /// workloads arrive and depart at random; the peak servers in use (Fig. 13)
+    ArrivalsDepartures,
+}
+
+#[derive(Debug, Args)]
+pub struct PlacementArgs {
+    /// folder of production traces (CSV), reused with random offsets
+    #[arg(long)]
+    pub traces: PathBuf,
+    /// workloads to place
+    #[arg(long, default_value_t = 1000)]
+    pub workloads: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// SLOs to draw from, comma-separated (seconds or durations)
+    #[arg(long, value_delimiter = ',', default_values_t = ["100ms".to_string(), "150ms".into(), "250ms".into(), "500ms".into(), "1s".into()])]
+    pub slos: Vec<String>,
+    /// one SLO for every workload (the "same SLO" experiments); overrides --slos
+    #[arg(long)]
+    pub same_slo: Option<String>,
+    /// SLO percentile
+    #[arg(long, default_value_t = 99.9)]
+    pub percentile: f64,
+    #[arg(long, value_enum, default_value_t = EventsArg::Arrivals)]
+    pub events: EventsArg,
+    /// safety margin: scale every r-b curve by 1 + this (§5.2)
+    #[arg(long, default_value_t = 0.1)]
+    pub margin: f64,
+    /// policies to compare, comma-separated
+    #[arg(long, value_delimiter = ',', value_parser = parse_policy,
+          default_values_t = Policy::all())]
+    pub policies: Vec<Policy>,
+    /// NIC rate of servers and clients
+    #[arg(long, default_value = "1Gbit")]
+    pub link: String,
+    /// SSDs per server
+    #[arg(long, default_value_t = 1.0)]
+    pub ssds: f64,
+    /// prune every r-b curve to at most this many token buckets (default: exact curves)
+    #[arg(long, value_name = "K")]
+    pub max_segments: Option<usize>,
+    /// skip the replay in the simulator (no violations are counted)
+    #[arg(long)]
+    pub no_replay: bool,
+    /// replay links as fluid (whole requests) instead of 1500-byte chunks
+    #[arg(long)]
+    pub fluid: bool,
+    /// worker threads for characterization and replay
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// print JSON on stdout instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// also write the JSON result to this file
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// draw servers per policy (normalised to compactor) and time vs workloads to this SVG
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+
+pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
+    let slos_s: Vec<f64> = match &a.same_slo {
+        Some(s) => vec![parse_duration_s(s)?],
+        None => a
+            .slos
+            .iter()
+            .map(|s| parse_duration_s(s))
+            .collect::<Result<_, _>>()?,
+    };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&a.traces)
+        .with_context(|| format!("cannot list {}", a.traces.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        bail!("{} holds no .csv traces", a.traces.display());
+    }
+    let traces = paths
+        .iter()
+        .map(|p| load_trace(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let cfg = PlacementExperimentConfig {
+        workloads: a.workloads,
+        seed: a.seed,
+        slos_s,
+        percentile: a.percentile,
+        events: match a.events {
+            EventsArg::Arrivals => Events::Arrivals,
+            EventsArg::ArrivalsDepartures => Events::ArrivalsDepartures,
+        },
+        safety_margin: a.margin,
+        server: ServerSpec {
+            link_bytes_per_s: parse_rate_bytes_per_s(&a.link)?,
+            storage_rate: a.ssds,
+            device_latency_s: 0.0,
+        },
+        policies: a.policies.clone(),
+        max_segments: a.max_segments,
+        replay: !a.no_replay,
+        service: if a.fluid {
+            Service::Fluid
+        } else {
+            Service::default()
+        },
+        threads: a.threads,
+        ..PlacementExperimentConfig::default()
+    };
+    let bar = progress((a.workloads + a.policies.len()) as u64, a.json, "placement");
+    let exp = run(&traces, &cfg, |_| bar.inc(1))?;
+    bar.finish_and_clear();
+    if let Some(path) = &a.out {
+        let json = serde_json::to_string_pretty(&exp)?;
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &a.svg {
+        write_svg(path, &figure(&exp))?;
+    }
+    if a.json {
+        print_json(&exp)?;
+    } else {
+        print!("{}", table(&exp));
+        if let Some(r) = exp.summary.ratio {
+            println!(
+                "best baseline ({}) needs {r:.2}x compactor's servers",
+                exp.summary.best_baseline.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn table(exp: &PlacementExperiment) -> String {
+    let headers = [
+        "policy",
+        "servers",
+        "placed",
+        "rejected",
+        "seconds",
+        "LPs",
+        "violations",
+        "worst p/SLO",
+    ];
+    let rows: Vec<Vec<String>> = exp
+        .policies
+        .iter()
+        .map(|(name, r)| {
+            vec![
+                name.clone(),
+                r.servers.to_string(),
+                r.placed.to_string(),
+                r.rejected.to_string(),
+                format!("{:.3}", r.seconds),
+                r.lp_solves.to_string(),
+                r.violations.map_or_else(|| "-".into(), |v| v.to_string()),
+                r.worst_latency_ratio
+                    .map_or_else(|| "-".into(), |w| format!("{w:.3}")),
+            ]
+        })
+        .collect();
+    render(&headers, &rows)
+}
+
+fn figure(exp: &PlacementExperiment) -> Figure {
+    let base = exp
+        .policies
+        .get("compactor")
+        .or_else(|| exp.policies.get("compactor-fff"))
+        .map_or(1.0, |r| r.servers.max(1) as f64);
+    let mut bars =
+        Chart::new("servers normalised to WorkloadCompactor (workload-compactor Fig. 11/13)")
+            .x_label("policy (index in the legend order)")
+            .y_label("servers / compactor's")
+            .y_from_zero(true);
+    for (i, (name, r)) in exp.policies.iter().enumerate() {
+        bars = bars.series(Series::points(
+            name.clone(),
+            vec![(i as f64, r.servers as f64 / base)],
+        ));
+    }
+    let mut time = Chart::new("placement time vs workloads (workload-compactor Fig. 12)")
+        .x_label("workloads placed")
+        .y_label("cumulative time [s]");
+    for name in ["compactor", "compactor-fff"] {
+        if let Some(r) = exp.policies.get(name) {
+            let label = if name == "compactor" {
+                "first-fit"
+            } else {
+                "fast-first-fit"
+            };
+            time = time.series(Series::line(
+                label,
+                r.timeline
+                    .iter()
+                    .map(|p| (p.workloads as f64, p.seconds))
+                    .collect(),
+            ));
+        }
+    }
+    Figure::new(vec![bars, time])
+}

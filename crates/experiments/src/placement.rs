@@ -1,0 +1,688 @@
+//! Servers needed to meet tail-latency SLOs: WorkloadCompactor vs the baselines
+//! (workload-compactor Fig. 6, 11, 12 and 13; §4–§5).
+//!
+//! 1. **Workloads.** Each of `workloads` workloads reuses a production trace drawn at random,
+//!    rotated by a random offset (the trace is treated as periodic with period span + mean
+//!    gap, so reused traces do not burst in step) and gets an SLO drawn from `slos_s` at the
+//!    SLO percentile. The first half (by time) characterizes it ([`characterize`]: exact r-b
+//!    curves at the mean rate and above); the second half is replayed. As in §5.1, only
+//!    workloads that meet their SLO alone on a server (WorkloadCompactor's LP, with the
+//!    safety margin) are kept; others are redrawn.
+//! 2. **Placement.** Every policy places the same workloads in the same order
+//!    ([`tailbound_placement::Placer`]); with `events` = arrivals and departures, after each
+//!    arrival past the first tenth a random live workload departs with probability ½, and the
+//!    measure is the peak number of servers in use (Fig. 13). Each policy is timed here
+//!    (wall clock around its placement calls only).
+//! 3. **Replay.** The second half of every workload placed at the end is replayed in
+//!    `tailbound-sim` with its policy's rate limits and priorities: per server, queues
+//!    `server<k>-in`, `server<k>-storage`, `server<k>-out` and the workload's own client NIC
+//!    (`<name>-client-out`, `<name>-client-in`); flows `<name>-req`, `<name>-storage`,
+//!    `<name>-resp` shaped by the net-in, storage and net-out buckets. A violation is a
+//!    workload whose windowed SLO percentile (3-minute windows) exceeds its SLO.
+//!
+//! Traces are read by the caller; this module does no I/O.
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+use tailbound_curves::{NetworkCost, StorageProfile};
+use tailbound_model::{Flow, Network, Queue, Request, Slo, SloError, TenantSpec};
+use tailbound_placement::{
+    characterize, server_name, Arrival, Assignment, LpStage, PlacementConfig, PlacementError,
+    Placer, Policy, ServerSpec, Workload, WorkloadId,
+};
+use tailbound_sim::{
+    simulate, FlowWork, Service, SimConfig, SimError, StageShaping, TenantWorkload,
+};
+use tailbound_trace::Trace;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlacementExperimentError {
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Slo(#[from] SloError),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Whether workloads only arrive, or also depart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Events {
+    #[default]
+    Arrivals,
+    ArrivalsDepartures,
+}
+
+/// The experiment's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacementExperimentConfig {
+    pub workloads: usize,
+    pub seed: u64,
+    /// SLO latencies to draw from [s] (one value: the "same SLO" experiments)
+    pub slos_s: Vec<f64>,
+    /// SLO percentile (99.9 in the paper)
+    pub percentile: f64,
+    pub events: Events,
+    /// r-b curves scaled by 1 + this [1]
+    pub safety_margin: f64,
+    pub server: ServerSpec,
+    pub policies: Vec<Policy>,
+    /// prune every curve to this many token buckets (None: exact curves)
+    pub max_segments: Option<usize>,
+    /// replay the second halves in the simulator
+    pub replay: bool,
+    /// how the simulator serves links
+    pub service: Service,
+    pub profile: StorageProfile,
+    /// worker threads for characterization and replay
+    pub threads: usize,
+}
+
+impl Default for PlacementExperimentConfig {
+    fn default() -> Self {
+        PlacementExperimentConfig {
+            workloads: 1000,
+            seed: 1,
+            slos_s: vec![0.1, 0.15, 0.25, 0.5, 1.0],
+            percentile: 99.9,
+            events: Events::Arrivals,
+            safety_margin: 0.1,
+            server: ServerSpec::default(),
+            policies: Policy::all(),
+            max_segments: None,
+            replay: true,
+            service: Service::default(),
+            profile: StorageProfile::intel710_ssd(),
+            threads: 2,
+        }
+    }
+}
+
+/// One sampled workload.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    pub workload: Workload,
+    /// the trace it reuses
+    pub trace: String,
+    /// rotation [s]
+    pub offset_s: f64,
+    /// the held-out second half, rebased to start near 0
+    pub replay: Vec<Request>,
+}
+
+/// What one policy did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyResult {
+    /// servers used: at the end (arrivals) or at the peak (arrivals and departures)
+    pub servers: usize,
+    /// wall-clock time of the placement calls [s]
+    pub seconds: f64,
+    /// placed workloads whose replayed windowed SLO percentile exceeds their SLO (`None`: no
+    /// replay)
+    pub violations: Option<usize>,
+    /// workloads placed at the end
+    pub placed: usize,
+    /// workloads the policy could not place anywhere
+    pub rejected: usize,
+    /// LPs solved
+    pub lp_solves: u64,
+    /// the largest replayed windowed SLO percentile / SLO over placed workloads [1]
+    pub worst_latency_ratio: Option<f64>,
+    /// cumulative placement time and servers in use after every `step` arrivals
+    pub timeline: Vec<TimelinePoint>,
+}
+
+/// Progress of one policy after a number of arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    pub workloads: usize,
+    /// cumulative placement time [s]
+    pub seconds: f64,
+    pub servers: usize,
+}
+
+/// The headline numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// best baseline's servers / compactor's servers (compactor-fff when compactor did not run)
+    pub ratio: Option<f64>,
+    pub best_baseline: Option<String>,
+    /// compactor-fff's servers / compactor's servers
+    pub fff_servers_ratio: Option<f64>,
+    /// compactor's time / compactor-fff's time
+    pub fff_speedup: Option<f64>,
+}
+
+/// The settings echoed in the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Setting {
+    pub workloads: usize,
+    pub seed: u64,
+    pub slos_s: Vec<f64>,
+    pub percentile: f64,
+    pub events: Events,
+    pub safety_margin: f64,
+    pub server: ServerSpec,
+    pub max_segments: Option<usize>,
+    pub traces: usize,
+    /// workloads redrawn because they did not fit alone
+    pub redrawn: usize,
+}
+
+/// The data behind Fig. 6/11/12/13.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlacementExperiment {
+    pub setting: Setting,
+    /// by policy name (`compactor`, `compactor-fff`, `avg-rate:1.5`, ...)
+    pub policies: BTreeMap<String, PolicyResult>,
+    pub summary: Summary,
+}
+
+/// Rotates `requests` (sorted) by `offset_ns` within a period of span + mean gap: times
+/// become (t − t_first − offset) mod period, re-sorted.
+pub fn rotate(requests: &[Request], offset_ns: u64) -> (Vec<Request>, u64) {
+    let (Some(first), Some(last)) = (requests.first(), requests.last()) else {
+        return (Vec::new(), 0);
+    };
+    let span = last.arrival_ns - first.arrival_ns;
+    let n = requests.len() as u64;
+    let period = span + if n > 1 { span / (n - 1) } else { 0 } + 1;
+    let offset = offset_ns % period;
+    let mut out: Vec<Request> = requests
+        .iter()
+        .map(|r| {
+            let rel = r.arrival_ns - first.arrival_ns;
+            Request {
+                arrival_ns: (rel + period - offset) % period,
+                ..*r
+            }
+        })
+        .collect();
+    out.sort_by_key(|r| r.arrival_ns);
+    (out, period)
+}
+
+/// Runs `f` over `items` on `threads` workers, keeping the order.
+fn par_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
+    let threads = threads.max(1).min(items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| {
+                let f = &f;
+                scope.spawn(move || c.iter().map(f).collect::<Vec<U>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+/// Whether `w` fits alone on a server under every policy of the experiment (§5.1 keeps only
+/// workloads that meet their SLO in isolation; requiring it of every policy keeps the
+/// comparison on the same workloads: no policy saves servers by refusing workloads).
+fn fits_alone_everywhere(
+    w: &Workload,
+    cfg: &PlacementExperimentConfig,
+) -> Result<bool, PlacementExperimentError> {
+    let mut policies = cfg.policies.clone();
+    if !policies.contains(&Policy::CompactorFff) && !policies.contains(&Policy::Compactor) {
+        policies.push(Policy::CompactorFff);
+    }
+    // both compactor policies answer alike for one workload
+    policies.retain(|&p| p != Policy::Compactor || !cfg.policies.contains(&Policy::CompactorFff));
+    for policy in policies {
+        let mut placer = Placer::new(PlacementConfig {
+            policy,
+            server: cfg.server,
+            safety_margin: cfg.safety_margin,
+            max_servers: Some(1),
+        })?;
+        let (_, outcome) = placer.arrive(w.clone())?;
+        if !matches!(outcome, Arrival::Placed { .. }) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Draws and characterizes the workloads (see the module docs). `progress` is called once
+/// per kept workload. Returns the workloads and how many were redrawn.
+pub fn sample_workloads(
+    traces: &[Trace],
+    cfg: &PlacementExperimentConfig,
+    progress: impl Fn() + Sync,
+) -> Result<(Vec<Sampled>, usize), PlacementExperimentError> {
+    if traces.is_empty() || traces.iter().any(|t| t.requests.len() < 2) {
+        return Err(PlacementExperimentError::Config(
+            "the experiment needs at least one trace, each with at least two requests".into(),
+        ));
+    }
+    if cfg.slos_s.is_empty() || cfg.slos_s.iter().any(|&s| !(s.is_finite() && s > 0.0)) {
+        return Err(PlacementExperimentError::Config(format!(
+            "SLOs {:?} are not allowed; give at least one positive latency [s]",
+            cfg.slos_s
+        )));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    let mut kept: Vec<Sampled> = Vec::with_capacity(cfg.workloads);
+    let mut redrawn = 0;
+    let mut attempts = 0usize;
+    while kept.len() < cfg.workloads {
+        let want = cfg.workloads - kept.len();
+        attempts += want;
+        if attempts > 20 * cfg.workloads + 100 {
+            return Err(PlacementExperimentError::Config(format!(
+                "after {attempts} draws only {} workloads meet their SLO alone; loosen the SLOs",
+                kept.len()
+            )));
+        }
+        // draw in order, characterize in parallel
+        let draws: Vec<(usize, usize, u64, f64)> = (0..want)
+            .map(|i| {
+                let t = rng.gen_range(0..traces.len());
+                let span = traces[t].span_ns().max(1);
+                let offset = rng.gen_range(0..span);
+                let slo = *cfg.slos_s.choose(&mut rng).unwrap_or(&cfg.slos_s[0]);
+                (kept.len() + redrawn + i, t, offset, slo)
+            })
+            .collect();
+        let results = par_map(&draws, cfg.threads, |&(_, t, offset, slo)| {
+            let (rotated, period) = rotate(&traces[t].requests, offset);
+            let half = period / 2;
+            let split = rotated.partition_point(|r| r.arrival_ns < half);
+            let first = &rotated[..split];
+            let replay: Vec<Request> = rotated[split..]
+                .iter()
+                .map(|r| Request {
+                    arrival_ns: r.arrival_ns - half,
+                    ..*r
+                })
+                .collect();
+            let curves = characterize(&traces[t].name, first, &cfg.profile, cfg.max_segments);
+            (curves, replay, t, offset, slo)
+        });
+        for (curves, replay, t, offset, slo) in results {
+            let curves = match curves {
+                Ok(c) if !replay.is_empty() => c,
+                _ => {
+                    redrawn += 1;
+                    continue;
+                }
+            };
+            let workload = Workload {
+                name: format!("w{:04}", kept.len()),
+                slo: Slo::new(slo, cfg.percentile)?,
+                curves,
+            };
+            if kept.len() >= cfg.workloads || !fits_alone_everywhere(&workload, cfg)? {
+                redrawn += 1;
+                continue;
+            }
+            kept.push(Sampled {
+                workload,
+                trace: traces[t].name.clone(),
+                offset_s: offset as f64 * 1e-9,
+                replay,
+            });
+            progress();
+        }
+    }
+    Ok((kept, redrawn))
+}
+
+/// The event sequence: `Some(i)` = workload i arrives, `None`-free; departures as
+/// `(false, i)`. Identical for every policy.
+pub fn event_sequence(n: usize, events: Events, seed: u64) -> Vec<(bool, usize)> {
+    let mut out = Vec::with_capacity(2 * n);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_de9a);
+    let mut live: Vec<usize> = Vec::new();
+    for i in 0..n {
+        out.push((true, i));
+        live.push(i);
+        if events == Events::ArrivalsDepartures && i >= n / 10 && rng.gen_bool(0.5) {
+            let k = rng.gen_range(0..live.len());
+            out.push((false, live.swap_remove(k)));
+        }
+    }
+    out
+}
+
+/// Places the workloads under one policy; returns the placer and the result without replay.
+pub fn place(
+    sampled: &[Sampled],
+    cfg: &PlacementExperimentConfig,
+    policy: Policy,
+) -> Result<(Placer, PolicyResult), PlacementExperimentError> {
+    let mut placer = Placer::new(PlacementConfig {
+        policy,
+        server: cfg.server,
+        safety_margin: cfg.safety_margin,
+        max_servers: None,
+    })?;
+    let events = event_sequence(sampled.len(), cfg.events, cfg.seed);
+    let step = (sampled.len() / 20).max(1);
+    let mut timeline = Vec::new();
+    let mut ids: Vec<Option<WorkloadId>> = vec![None; sampled.len()];
+    let mut seconds = 0.0;
+    let mut rejected = 0;
+    for (arrive, i) in events {
+        let start = Instant::now();
+        if arrive {
+            let (id, outcome) = placer.arrive(sampled[i].workload.clone())?;
+            ids[i] = Some(id);
+            if !matches!(outcome, Arrival::Placed { .. }) {
+                rejected += 1;
+            }
+        } else if let Some(id) = ids[i] {
+            placer.depart(id)?;
+        }
+        seconds += start.elapsed().as_secs_f64();
+        if arrive && ((i + 1) % step == 0 || i + 1 == sampled.len()) {
+            timeline.push(TimelinePoint {
+                workloads: i + 1,
+                seconds,
+                servers: placer.servers_in_use(),
+            });
+        }
+    }
+    let servers = match cfg.events {
+        Events::Arrivals => placer.servers_in_use(),
+        Events::ArrivalsDepartures => placer.peak_servers(),
+    };
+    let placed = placer.assignments().len();
+    let result = PolicyResult {
+        servers,
+        seconds,
+        violations: None,
+        placed,
+        rejected,
+        lp_solves: placer.lp_solves(),
+        worst_latency_ratio: None,
+        timeline,
+    };
+    Ok((placer, result))
+}
+
+/// The replay network of one server: its three queues, each workload's client NIC, and
+/// per workload the flows req → storage → resp.
+fn server_network(
+    k: usize,
+    members: &[(&Assignment, &Sampled)],
+    server: &ServerSpec,
+    percentile: f64,
+) -> Result<Network, SloError> {
+    let host = server_name(k);
+    let link = server.link_bytes_per_s;
+    let mut net = Network {
+        queues: vec![
+            Queue {
+                name: format!("{host}-in"),
+                rate: link,
+            },
+            Queue {
+                name: format!("{host}-storage"),
+                rate: server.storage_rate,
+            },
+            Queue {
+                name: format!("{host}-out"),
+                rate: link,
+            },
+        ],
+        flows: Vec::new(),
+        tenants: Vec::new(),
+    };
+    for (t, (a, s)) in members.iter().enumerate() {
+        let client = net.queues.len();
+        net.queues.push(Queue {
+            name: format!("{}-client-out", a.name),
+            rate: link,
+        });
+        net.queues.push(Queue {
+            name: format!("{}-client-in", a.name),
+            rate: link,
+        });
+        let mut flows = Vec::new();
+        for (suffix, path) in [
+            ("req", vec![client, 0]),
+            ("storage", vec![1]),
+            ("resp", vec![2, client + 1]),
+        ] {
+            flows.push(net.flows.len());
+            net.flows.push(Flow {
+                name: format!("{}-{suffix}", a.name),
+                tenant: t,
+                path,
+                mmpp: None,
+                arrival: None,
+            });
+        }
+        net.tenants.push(TenantSpec {
+            name: a.name.clone(),
+            slo: Slo::new(s.workload.slo.latency_s, percentile)?,
+            flows,
+            group: None,
+            priority: Some(a.priority),
+        });
+    }
+    Ok(net)
+}
+
+/// Replays every placed workload's second half, server by server. Returns (violations,
+/// worst windowed SLO percentile / SLO).
+pub fn replay(
+    placer: &Placer,
+    sampled: &[Sampled],
+    cfg: &PlacementExperimentConfig,
+) -> Result<(usize, f64), PlacementExperimentError> {
+    let assignments = placer.assignments();
+    let by_name: BTreeMap<&str, &Sampled> = sampled
+        .iter()
+        .map(|s| (s.workload.name.as_str(), s))
+        .collect();
+    let mut servers: BTreeMap<usize, Vec<(&Assignment, &Sampled)>> = BTreeMap::new();
+    for a in &assignments {
+        let s = by_name.get(a.name.as_str()).ok_or_else(|| {
+            PlacementExperimentError::Config(format!("placed workload {} was not sampled", a.name))
+        })?;
+        servers.entry(a.server).or_default().push((a, s));
+    }
+    let servers: Vec<(usize, Vec<(&Assignment, &Sampled)>)> = servers.into_iter().collect();
+    let request_cost = NetworkCost::REQUEST_DIRECTION;
+    let response_cost = NetworkCost::RESPONSE_DIRECTION;
+    let results = par_map(
+        &servers,
+        cfg.threads,
+        |(k, members)| -> Result<(usize, f64), PlacementExperimentError> {
+            let net = server_network(*k, members, &cfg.server, cfg.percentile)?;
+            let workloads: Vec<TenantWorkload<'_>> = members
+                .iter()
+                .map(|(_, s)| TenantWorkload {
+                    requests: &s.replay,
+                    flows: vec![
+                        FlowWork::link(&request_cost),
+                        FlowWork::device(&cfg.profile),
+                        FlowWork::link(&response_cost),
+                    ],
+                })
+                .collect();
+            let mut shapers = Vec::with_capacity(net.flows.len());
+            for (a, _) in members {
+                for stage in [LpStage::NetIn, LpStage::Storage, LpStage::NetOut] {
+                    let l = a.limits[stage.index()];
+                    shapers.push(if l.rate > 0.0 {
+                        vec![StageShaping {
+                            rate: l.rate,
+                            burst: l.burst,
+                        }]
+                    } else {
+                        Vec::new()
+                    });
+                }
+            }
+            let sim = simulate(
+                &net,
+                &workloads,
+                &SimConfig {
+                    service: cfg.service,
+                    priorities: None,
+                    shapers,
+                    window_s: 180.0,
+                },
+            )?;
+            let mut violations = 0;
+            let mut worst: f64 = 0.0;
+            for (t, r) in sim.tenants.iter().enumerate() {
+                if !r.meets_slo {
+                    violations += 1;
+                }
+                let slo = net.tenants[t].slo.latency_s;
+                for w in &r.windows {
+                    worst = worst.max(w.slo_percentile_s / slo);
+                }
+            }
+            Ok((violations, worst))
+        },
+    );
+    let mut total = 0;
+    let mut worst: f64 = 0.0;
+    for r in results {
+        let (v, w) = r?;
+        total += v;
+        worst = worst.max(w);
+    }
+    Ok((total, worst))
+}
+
+/// Runs the whole experiment on already-read `traces`. `progress(stage, done)` reports
+/// "sample" once per workload and "policy" once per policy placed (and replayed).
+pub fn run(
+    traces: &[Trace],
+    cfg: &PlacementExperimentConfig,
+    progress: impl Fn(&str) + Sync,
+) -> Result<PlacementExperiment, PlacementExperimentError> {
+    if cfg.workloads == 0 {
+        return Err(PlacementExperimentError::Config(
+            "no workloads to place; give --workloads >= 1".into(),
+        ));
+    }
+    let (sampled, redrawn) = sample_workloads(traces, cfg, || progress("sample"))?;
+    let mut policies = BTreeMap::new();
+    for &policy in &cfg.policies {
+        let (placer, mut result) = place(&sampled, cfg, policy)?;
+        if cfg.replay {
+            let (v, worst) = replay(&placer, &sampled, cfg)?;
+            result.violations = Some(v);
+            result.worst_latency_ratio = Some(worst);
+        }
+        tracing::info!(policy = %policy, servers = result.servers, seconds = result.seconds, "placed");
+        policies.insert(policy.to_string(), result);
+        progress("policy");
+    }
+    let summary = summarize(&policies);
+    Ok(PlacementExperiment {
+        setting: Setting {
+            workloads: cfg.workloads,
+            seed: cfg.seed,
+            slos_s: cfg.slos_s.clone(),
+            percentile: cfg.percentile,
+            events: cfg.events,
+            safety_margin: cfg.safety_margin,
+            server: cfg.server,
+            max_segments: cfg.max_segments,
+            traces: traces.len(),
+            redrawn,
+        },
+        policies,
+        summary,
+    })
+}
+
+/// Ratios between the policies' results.
+pub fn summarize(policies: &BTreeMap<String, PolicyResult>) -> Summary {
+    let compactor = policies
+        .get("compactor")
+        .or_else(|| policies.get("compactor-fff"));
+    let best = policies
+        .iter()
+        .filter(|(name, _)| !name.starts_with("compactor"))
+        .min_by_key(|(_, r)| r.servers);
+    let ratio = match (compactor, best) {
+        (Some(c), Some((_, b))) if c.servers > 0 => Some(b.servers as f64 / c.servers as f64),
+        _ => None,
+    };
+    let (ff, fff) = (policies.get("compactor"), policies.get("compactor-fff"));
+    Summary {
+        ratio,
+        best_baseline: best.map(|(n, _)| n.clone()),
+        fff_servers_ratio: match (ff, fff) {
+            (Some(a), Some(b)) if a.servers > 0 => Some(b.servers as f64 / a.servers as f64),
+            _ => None,
+        },
+        fff_speedup: match (ff, fff) {
+            (Some(a), Some(b)) if b.seconds > 0.0 => Some(a.seconds / b.seconds),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailbound_model::Op;
+
+    fn req(ns: u64) -> Request {
+        Request {
+            arrival_ns: ns,
+            size_bytes: 4096,
+            op: Op::DiskRead,
+        }
+    }
+
+    #[test]
+    fn rotation_keeps_requests_and_wraps_within_the_period() {
+        let reqs: Vec<Request> = [100, 200, 400, 1000].iter().map(|&t| req(t)).collect();
+        let (rot, period) = rotate(&reqs, 300);
+        // span 900, mean gap 300, +1
+        assert_eq!(period, 1201);
+        let times: Vec<u64> = rot.iter().map(|r| r.arrival_ns).collect();
+        // rel 0,100,300,900 shifted by −300 mod 1201: 901, 1001, 0, 600
+        assert_eq!(times, vec![0, 600, 901, 1001]);
+        let (same, _) = rotate(&reqs, 0);
+        assert_eq!(
+            same.iter().map(|r| r.arrival_ns).collect::<Vec<_>>(),
+            vec![0, 100, 300, 900]
+        );
+    }
+
+    #[test]
+    fn departures_only_remove_live_workloads_once() {
+        let ev = event_sequence(200, Events::ArrivalsDepartures, 3);
+        let mut live = std::collections::HashSet::new();
+        let mut departures = 0;
+        for (arrive, i) in ev {
+            if arrive {
+                assert!(live.insert(i));
+            } else {
+                assert!(live.remove(&i), "workload {i} departs while not live");
+                departures += 1;
+            }
+        }
+        assert!(departures > 50 && departures < 130, "{departures}");
+        assert!(event_sequence(50, Events::Arrivals, 3).iter().all(|e| e.0));
+    }
+}
