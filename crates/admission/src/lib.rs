@@ -30,7 +30,7 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use tailbound_calculus::CalculusError;
-use tailbound_model::{Decisions, Network, NetworkError, RateLimit, TenantDecision};
+use tailbound_model::{Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision};
 
 /// The admission policies of snc-meister §5.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -161,6 +161,8 @@ pub struct Admission<'n> {
     arrived: BTreeSet<usize>,
     /// dependency groups added at arrival, per tenant
     groups: HashMap<usize, String>,
+    /// what the emitted rate limits do with excess requests
+    excess: Excess,
 }
 
 impl<'n> Admission<'n> {
@@ -174,7 +176,16 @@ impl<'n> Admission<'n> {
             admitted: HashMap::new(),
             arrived: BTreeSet::new(),
             groups: HashMap::new(),
+            excess: Excess::Wait,
         })
+    }
+
+    /// Emits decisions whose rate limits treat excess requests as `excess` says (default
+    /// [`Excess::Wait`], a strict limiter). The bounds hold either way: they rest on the
+    /// conforming traffic, and best-effort excess runs below every tenant's level.
+    pub fn with_excess(mut self, excess: Excess) -> Admission<'n> {
+        self.excess = excess;
+        self
     }
 
     pub fn policy(&self) -> Policy {
@@ -293,6 +304,7 @@ impl<'n> Admission<'n> {
         let levels = self.priorities();
         Decisions {
             policy: self.policy.as_str().to_string(),
+            excess: self.excess,
             tenants: self
                 .arrived
                 .iter()

@@ -235,6 +235,9 @@ pub struct OptReport {
     pub tenants: usize,
     /// the bisection's probes in the order tried
     pub probes: Vec<OptProbe>,
+    /// with `--trial`: the tenants kept by trial and error over the arrival order
+    #[serde(default)]
+    pub trial: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

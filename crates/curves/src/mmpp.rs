@@ -393,7 +393,10 @@ impl Intervals {
         Intervals::over(requests.iter().map(|r| r.arrival_ns), interval_s)
     }
 
-    fn over(times: impl Iterator<Item = u64> + Clone, interval_s: f64) -> Result<Intervals, FitError> {
+    fn over(
+        times: impl Iterator<Item = u64> + Clone,
+        interval_s: f64,
+    ) -> Result<Intervals, FitError> {
         check_positive("interval_s", interval_s, 1.0)?;
         let first_ns = times.clone().min().ok_or(FitError::EmptyTrace)?;
         let last_ns = times.max().unwrap_or(first_ns);
@@ -943,9 +946,17 @@ mod tests {
 
     #[test]
     fn batches_merge_close_requests_into_one_event_with_their_work() {
-        let events = vec![(0u64, 1.0), (500_000, 2.0), (900_000, 3.0), (5_000_000, 4.0)];
+        let events = vec![
+            (0u64, 1.0),
+            (500_000, 2.0),
+            (900_000, 3.0),
+            (5_000_000, 4.0),
+        ];
         // chained gaps: 0.5 ms and 0.4 ms are under 1 ms, 4.1 ms is not
-        assert_eq!(batches(events.clone(), 1_000_000), vec![(0, 6.0), (5_000_000, 4.0)]);
+        assert_eq!(
+            batches(events.clone(), 1_000_000),
+            vec![(0, 6.0), (5_000_000, 4.0)]
+        );
         assert_eq!(batches(events.clone(), 1), events);
         assert_eq!(batches(vec![(7, 1.0), (3, 2.0)], 10), vec![(3, 3.0)]);
     }
@@ -999,7 +1010,10 @@ mod tests {
         };
         assert!(matches!(
             fit_mmpp(&reqs, &sizes, &bad),
-            Err(FitError::InvalidOption { option: "batch_gap_s", .. })
+            Err(FitError::InvalidOption {
+                option: "batch_gap_s",
+                ..
+            })
         ));
     }
 }

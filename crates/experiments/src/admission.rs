@@ -25,10 +25,10 @@ use tailbound_curves::mmpp::SizeKind;
 use tailbound_curves::stage_work;
 use tailbound_curves::StorageProfile;
 use tailbound_model::{
-    ArrivalCurve, Flow, Mmpp, Network, Percentile, Queue, Request, Slo, Stage, TenantSpec,
+    ArrivalCurve, Excess, Flow, Mmpp, Network, Percentile, Queue, Request, Slo, Stage, TenantSpec,
 };
 use tailbound_scenario::{FlowSource, Part, Scenario, TenantHosts, TenantSource};
-use tailbound_sim::{opt, Plan, Replay, Service};
+use tailbound_sim::{opt, opt_greedy, Plan, Replay, Service};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,6 +58,9 @@ pub struct AdmissionConfig {
     /// MMPP state sizes
     #[serde(default)]
     pub sizes: SizeKind,
+    /// what rate limits do with requests beyond them
+    #[serde(default)]
+    pub excess: Excess,
     /// SLO-check window [s]
     pub window_s: f64,
     /// worker threads (runs in parallel)
@@ -83,6 +86,7 @@ impl AdmissionConfig {
             fit_interval_s: 1.0,
             batch_gap_s: DEFAULT_BATCH_GAP,
             sizes: SizeKind::Empirical,
+            excess: Excess::BestEffort,
             window_s: 180.0,
             threads: 2,
         }
@@ -131,8 +135,13 @@ pub struct Violator {
 pub struct RunResult {
     pub seed: u64,
     pub policies: BTreeMap<String, PolicyRun>,
-    /// OPT for this run's arrival order, when searched
+    /// OPT for this run's arrival order, when searched: the largest n whose first n tenants
+    /// all meet their SLOs in replay (snc-meister §6.2)
     pub opt: Option<usize>,
+    /// the empirical optimum by trial and error, when searched: tenants in arrival order, each
+    /// kept if the replay with it still meets every kept tenant's SLO
+    #[serde(default)]
+    pub opt_greedy: Option<usize>,
 }
 
 /// Means over runs of one policy.
@@ -145,6 +154,9 @@ pub struct PolicySummary {
     pub seconds_per_decision: f64,
     /// mean admitted / OPT over the runs where OPT was searched
     pub of_opt: Option<f64>,
+    /// mean admitted / the trial-and-error optimum over the runs where it was searched
+    #[serde(default)]
+    pub of_opt_greedy: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -405,7 +417,7 @@ fn one_run(
     let service = Service::default();
     let mut policies = BTreeMap::new();
     for &policy in &cfg.policies {
-        let mut engine = Admission::new(&scenario.network, policy)?;
+        let mut engine = Admission::new(&scenario.network, policy)?.with_excess(cfg.excess);
         let start = Instant::now();
         for t in 0..scenario.network.tenants.len() {
             engine.arrive(t)?;
@@ -457,17 +469,19 @@ fn one_run(
         );
         progress(Progress::PolicyDone { run, policy });
     }
-    let opt = if run < cfg.opt_runs {
+    let (opt, opt_greedy) = if run < cfg.opt_runs {
         let o = opt(&replay, service, cfg.window_s, |_, _| {})?;
+        let g = opt_greedy(&replay, service, cfg.window_s, |_, _| {})?;
         progress(Progress::OptDone { run });
-        Some(o.n)
+        (Some(o.n), Some(g.len()))
     } else {
-        None
+        (None, None)
     };
     Ok(RunResult {
         seed,
         policies,
         opt,
+        opt_greedy,
     })
 }
 
@@ -490,14 +504,17 @@ fn summarize(runs: &[RunResult]) -> Summary {
     let mut policies = BTreeMap::new();
     for name in &names {
         let get = |f: &dyn Fn(&PolicyRun) -> f64| mean(runs.iter().map(|r| f(&r.policies[name])));
-        let with_opt: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| {
-                r.opt
-                    .filter(|&o| o > 0)
-                    .map(|o| r.policies[name].admitted as f64 / o as f64)
-            })
-            .collect();
+        let of = |pick: fn(&RunResult) -> Option<usize>| -> Vec<f64> {
+            runs.iter()
+                .filter_map(|r| {
+                    pick(r)
+                        .filter(|&o| o > 0)
+                        .map(|o| r.policies[name].admitted as f64 / o as f64)
+                })
+                .collect()
+        };
+        let with_opt = of(|r| r.opt);
+        let with_greedy = of(|r| r.opt_greedy);
         policies.insert(
             name.clone(),
             PolicySummary {
@@ -507,6 +524,7 @@ fn summarize(runs: &[RunResult]) -> Summary {
                 seconds: get(&|p| p.seconds),
                 seconds_per_decision: get(&|p| p.seconds_per_decision),
                 of_opt: (!with_opt.is_empty()).then(|| mean(with_opt)),
+                of_opt_greedy: (!with_greedy.is_empty()).then(|| mean(with_greedy)),
             },
         );
     }

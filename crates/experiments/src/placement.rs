@@ -35,7 +35,7 @@ use tailbound_placement::{
     Placer, Policy, ServerSpec, Workload, WorkloadId,
 };
 use tailbound_sim::{
-    simulate, FlowWork, Service, SimConfig, SimError, StageShaping, TenantWorkload,
+    simulate, Excess, FlowWork, Service, SimConfig, SimError, StageShaping, TenantWorkload,
 };
 use tailbound_trace::Trace;
 
@@ -81,6 +81,8 @@ pub struct PlacementExperimentConfig {
     pub replay: bool,
     /// how the simulator serves links
     pub service: Service,
+    /// what the replay's shapers do with requests beyond the chosen ⟨r, b⟩
+    pub excess: Excess,
     pub profile: StorageProfile,
     /// worker threads for characterization and replay
     pub threads: usize,
@@ -100,6 +102,7 @@ impl Default for PlacementExperimentConfig {
             max_segments: None,
             replay: true,
             service: Service::default(),
+            excess: Excess::BestEffort,
             profile: StorageProfile::intel710_ssd(),
             threads: 2,
         }
@@ -542,6 +545,7 @@ pub fn replay(
                     priorities: None,
                     shapers,
                     window_s: 180.0,
+                    excess: cfg.excess,
                 },
             )?;
             let mut violations = 0;

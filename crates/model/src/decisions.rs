@@ -25,6 +25,24 @@ pub struct Decisions {
     pub policy: String,
     /// one entry per tenant the policy saw, in arrival order
     pub tenants: Vec<TenantDecision>,
+    /// what every shaper does with requests beyond its buckets
+    #[serde(default)]
+    pub excess: Excess,
+}
+
+/// What a shaper does with a request its buckets cannot pass now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Excess {
+    /// it waits, FIFO, until every bucket allows it (a strict rate limiter)
+    #[default]
+    Wait,
+    /// it goes on at once at a best-effort level below every tenant's, without taking
+    /// tokens; conforming requests keep the tenant's level (HTB borrowing above the
+    /// guaranteed rate, or DSCP demotion of out-of-profile traffic). The guarantees of
+    /// every tenant rest on conforming traffic only, so they hold; the excess gets what is
+    /// left
+    BestEffort,
 }
 
 /// One tenant's decision.
@@ -124,6 +142,7 @@ mod tests {
     fn one(rate: f64, burst: f64) -> Decisions {
         Decisions {
             policy: "p".into(),
+            excess: Excess::Wait,
             tenants: vec![TenantDecision {
                 name: "t0".into(),
                 admitted: true,

@@ -17,7 +17,7 @@ pub mod stage;
 pub mod traffic;
 pub mod units;
 
-pub use decisions::{Decisions, DecisionsError, RateLimit, TenantDecision};
+pub use decisions::{Decisions, DecisionsError, Excess, RateLimit, TenantDecision};
 pub use network::{Flow, Network, NetworkError, Queue, TenantSpec};
 pub use request::{Op, OpKind, Request};
 pub use slo::{Percentile, Slo, SloError};

@@ -497,6 +497,7 @@ impl Placer {
         Decisions {
             policy: self.cfg.policy.to_string(),
             tenants,
+            excess: tailbound_model::Excess::Wait,
         }
     }
 }

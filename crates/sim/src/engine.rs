@@ -3,7 +3,7 @@
 //! of its inputs.
 
 use crate::stats::{tenant_result, TenantResult};
-use crate::{FlowWork, Service, SimConfig, SimError, TenantWorkload};
+use crate::{Excess, FlowWork, Service, SimConfig, SimError, TenantWorkload};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tailbound_model::{Network, Request};
@@ -89,6 +89,8 @@ struct Slot {
     outstanding: u32,
     /// work of the current stage [work]
     work: f64,
+    /// the current stage exceeded its flow's buckets and runs at the best-effort level
+    demoted: bool,
 }
 
 /// A FIFO queue of requests in front of one flow's token buckets
@@ -129,6 +131,10 @@ struct Engine<'a> {
     heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
     seq: u64,
     events: u64,
+    /// what a shaper does with a request its buckets cannot pass now
+    excess: Excess,
+    /// the level below every tenant's, for demoted requests
+    best_effort: usize,
 }
 
 /// Replays `workloads[t]` (one per network tenant, in order) through `net` and measures every
@@ -262,7 +268,8 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|p| distinct.partition_point(|d| d < p))
             .collect();
-        let n_levels = distinct.len().max(1);
+        // one more level below every tenant's for excess sent best effort
+        let n_levels = distinct.len().max(1) + usize::from(cfg.excess == Excess::BestEffort);
         let queues = net
             .queues
             .iter()
@@ -334,6 +341,8 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(Engine {
+            excess: cfg.excess,
+            best_effort: n_levels - 1,
             net,
             workloads,
             queues,
@@ -420,6 +429,7 @@ impl<'a> Engine<'a> {
         slot.stage = stage;
         slot.flow = flow as u32;
         slot.work = work;
+        slot.demoted = false;
         self.slots[id as usize] = slot;
         match self.flows[flow].shaper.as_mut() {
             Some(s) => {
@@ -453,6 +463,12 @@ impl<'a> Engine<'a> {
                 .map(|b| b.ready_at(now, cost))
                 .max()
                 .unwrap_or(now);
+            if ready_at_ns > now && self.excess == Excess::BestEffort {
+                s.waiting.pop_front();
+                self.slots[id as usize].demoted = true;
+                self.inject(id, now);
+                continue;
+            }
             if ready_at_ns > now {
                 if ready_at_ns == u64::MAX {
                     let slot = self.slots[id as usize];
@@ -477,6 +493,7 @@ impl<'a> Engine<'a> {
                     .expect("every bucket was ready for this cost at this instant");
             }
             s.waiting.pop_front();
+            self.slots[id as usize].demoted = false;
             self.inject(id, now);
         }
     }
@@ -492,7 +509,12 @@ impl<'a> Engine<'a> {
             (n as u32, slot.work - (n - 1.0) * f.mtu)
         };
         slot.outstanding = chunks;
-        let (q, level) = (f.path[0], f.level);
+        let level = if slot.demoted {
+            self.best_effort
+        } else {
+            f.level
+        };
+        let q = f.path[0];
         self.enqueue(
             q,
             level,
@@ -548,7 +570,11 @@ impl<'a> Engine<'a> {
         let f = &self.flows[slot.flow as usize];
         let next_hop = done.hop as usize + 1;
         if let Some(&next_q) = f.path.get(next_hop) {
-            let level = f.level;
+            let level = if slot.demoted {
+                self.best_effort
+            } else {
+                f.level
+            };
             self.enqueue(
                 next_q,
                 level,

@@ -33,7 +33,9 @@
 //!   allows its whole stage work (`TokenBucket::take`: `min(work, burst)` tokens present; a
 //!   request larger than the burst waits for a full bucket and leaves a deficit) and is
 //!   charged to all of them — one bucket for a plain rate limit, several for a concave
-//!   arrival curve (PriorityMeister).
+//!   arrival curve (PriorityMeister). With [`Excess::BestEffort`] a request the buckets cannot
+//!   pass now does not wait: it goes on at once, without taking tokens, at a best-effort
+//!   level below every tenant's (at every queue of that stage).
 //! * **Chunks.** With [`Service::Chunked`] the work of a packetized flow (links) is cut into
 //!   `mtu_bytes` units (the last one partial). Each chunk crosses the flow's queues
 //!   store-and-forward: it enters queue k+1 the instant it leaves queue k (no propagation
@@ -85,8 +87,9 @@ pub mod vdc;
 
 pub use engine::{simulate, QueueStats, SimResult};
 pub use error::SimError;
-pub use replay::{opt, Opt, Plan, Replay, ReplayError, ReplayPart};
+pub use replay::{opt, opt_greedy, Opt, Plan, Replay, ReplayError, ReplayPart};
 pub use stats::{nearest_rank, TenantResult, Window};
+pub use tailbound_model::Excess;
 
 use tailbound_curves::WorkFunction;
 use tailbound_model::Request;
@@ -130,6 +133,8 @@ pub struct SimConfig {
     pub shapers: Vec<Vec<StageShaping>>,
     /// length of the SLO-check windows [s]
     pub window_s: f64,
+    /// what shapers do with excess requests
+    pub excess: Excess,
 }
 
 impl Default for SimConfig {
@@ -139,6 +144,7 @@ impl Default for SimConfig {
             priorities: None,
             shapers: Vec::new(),
             window_s: 180.0,
+            excess: Excess::Wait,
         }
     }
 }

@@ -8,7 +8,7 @@
 //! puts the work its scenario characterized it with ([`FlowSource::work`]): the papers'
 //! network costs on links, the device profile on storage.
 
-use crate::{simulate, FlowWork, Service, SimConfig, SimError, SimResult, StageShaping};
+use crate::{simulate, Excess, FlowWork, Service, SimConfig, SimError, SimResult, StageShaping};
 use crate::{TenantResult, TenantWorkload};
 use std::collections::HashMap;
 use tailbound_model::{Decisions, DecisionsError, Network, Request, Stage};
@@ -78,6 +78,8 @@ pub struct Plan {
     pub servers: Vec<Option<String>>,
     /// token buckets per scenario flow index (a request passes when all allow it)
     pub shapers: HashMap<usize, Vec<StageShaping>>,
+    /// what the shapers do with excess requests
+    pub excess: Excess,
 }
 
 impl Plan {
@@ -89,6 +91,7 @@ impl Plan {
             priorities: vec![None; count],
             servers: vec![None; count],
             shapers: HashMap::new(),
+            excess: Excess::Wait,
         }
     }
 
@@ -116,6 +119,7 @@ impl Plan {
             .map(|(i, t)| (t.name.as_str(), i))
             .collect();
         let mut plan = Plan::first(scenario, 0);
+        plan.excess = decisions.excess;
         let mut decided = vec![false; net.tenants.len()];
         for d in &decisions.tenants {
             let &ti = index
@@ -234,6 +238,7 @@ impl<'s> Replay<'s> {
             priorities: None,
             shapers,
             window_s,
+            excess: plan.excess,
         };
         Ok(simulate(&net, &workloads, &cfg)?)
     }
@@ -347,4 +352,29 @@ pub fn opt(
         tenants: total,
         probes,
     })
+}
+
+/// The empirical optimum by trial and error over the arrival order (snc-meister §6.2 without
+/// its "first n" restriction): each tenant in scenario order joins if the tenants admitted so
+/// far plus it, replayed together with priorities by SLO and no rate limits, all meet their
+/// SLOs; otherwise it is skipped. Returns the admitted tenants. One replay per tenant.
+/// `progress` is called after every trial with (tenant, admitted).
+pub fn opt_greedy(
+    replay: &Replay<'_>,
+    service: Service,
+    window_s: f64,
+    mut progress: impl FnMut(usize, bool),
+) -> Result<Vec<usize>, ReplayError> {
+    let total = replay.scenario.network.tenants.len();
+    let mut plan = Plan::first(replay.scenario, 0);
+    for t in 0..total {
+        plan.tenants.push(t);
+        let r = replay.run(&plan, service, window_s)?;
+        let ok = r.tenants.iter().all(|t: &TenantResult| t.meets_slo);
+        if !ok {
+            plan.tenants.pop();
+        }
+        progress(t, ok);
+    }
+    Ok(plan.tenants)
 }

@@ -15,11 +15,11 @@ use anyhow::Context;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use tailbound_admission::{Admission, Policy};
 use tailbound_calculus::{bound_all, BoundOptions, Method};
 use tailbound_curves::effbw::effective_bandwidth;
 use tailbound_model::units::format_duration_s;
 use tailbound_plot::{Chart, Figure, Scale, Series};
-use tailbound_admission::{Admission, Policy};
 use tailbound_scenario::TenantSource;
 use tailbound_sim::{Plan, Replay, ReplayPart, Service};
 
@@ -237,6 +237,9 @@ fn summary(r: &DemoReport) -> String {
             ]
         })
         .collect();
-    s += &render(&["policy", "admitted", "bytes", "SLO missed in replay"], &rows);
+    s += &render(
+        &["policy", "admitted", "bytes", "SLO missed in replay"],
+        &rows,
+    );
     s
 }

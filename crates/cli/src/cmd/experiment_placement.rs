@@ -67,6 +67,10 @@ pub struct PlacementArgs {
     /// replay links as fluid (whole requests) instead of 1500-byte chunks
     #[arg(long)]
     pub fluid: bool,
+    /// what the replay's rate limits do with requests beyond them: wait (strict limiter) or
+    /// go on at a best-effort level below every workload
+    #[arg(long, value_enum, default_value_t = super::experiment_admission::ExcessArg::BestEffort)]
+    pub excess: super::experiment_admission::ExcessArg,
     /// worker threads for characterization and replay
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -131,6 +135,7 @@ pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
             Service::default()
         },
         threads: a.threads,
+        excess: a.excess.into(),
         ..PlacementExperimentConfig::default()
     };
     let bar = progress((a.workloads + a.policies.len()) as u64, a.json, "placement");

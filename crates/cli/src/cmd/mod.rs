@@ -1,8 +1,8 @@
 //! One module per subcommand, plus the small helpers they share: loading traces with context,
 //! printing JSON, writing SVG figures, progress bars.
 
-pub mod alloc;
 pub mod admit;
+pub mod alloc;
 pub mod bound;
 pub mod curve;
 pub mod demo;

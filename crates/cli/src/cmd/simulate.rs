@@ -13,7 +13,7 @@ use tailbound_model::units::format_duration_s;
 use tailbound_model::Decisions;
 use tailbound_plot::{Chart, Figure, Scale, Series};
 use tailbound_scenario::Scenario;
-use tailbound_sim::{opt, Plan, Replay, ReplayPart, Service, SimResult};
+use tailbound_sim::{opt, opt_greedy, Plan, Replay, ReplayPart, Service, SimResult};
 
 /// Which requests a replay uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -93,6 +93,10 @@ pub struct OptArgs {
     pub scenario: PathBuf,
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// also search by trial and error: each tenant in order joins if all still meet their
+    /// SLOs with it (one replay per tenant)
+    #[arg(long)]
+    pub trial: bool,
     /// print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -158,7 +162,22 @@ pub fn run_opt(a: OptArgs) -> anyhow::Result<Outcome> {
         bar.inc(1);
     })?;
     bar.finish_and_clear();
+    let trial = if a.trial {
+        let bar = progress(total as u64, a.json, "trial");
+        let kept = opt_greedy(&replay, a.engine.service(), a.engine.window, |_, _| {
+            bar.inc(1)
+        })?;
+        bar.finish_and_clear();
+        Some(
+            kept.iter()
+                .map(|&t| scenario.network.tenants[t].name.clone())
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        None
+    };
     let report = OptReport {
+        trial,
         scenario: display_name(&a.scenario),
         opt: found.n,
         tenants: found.tenants,
@@ -175,6 +194,13 @@ pub fn run_opt(a: OptArgs) -> anyhow::Result<Outcome> {
             "{}: OPT = {} of {} tenants (the first {} all meet their SLOs in replay)",
             report.scenario, report.opt, report.tenants, report.opt
         );
+        if let Some(kept) = &report.trial {
+            println!(
+                "by trial and error over the arrival order: {} tenants ({})",
+                kept.len(),
+                kept.join(", ")
+            );
+        }
         for p in &report.probes {
             println!(
                 "  first {:>4}: {}",

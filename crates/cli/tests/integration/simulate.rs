@@ -72,8 +72,12 @@ fn simulate_reports_every_tenant_and_fails_when_an_slo_is_missed() {
 fn opt_finds_the_two_tenants_that_fit() {
     let dir = tempfile::tempdir().unwrap();
     let path = scenario(dir.path());
-    let r: OptReport = json(&["opt", path.to_str().unwrap(), "--json"]);
+    let r: OptReport = json(&["opt", path.to_str().unwrap(), "--json", "--trial"]);
     assert_eq!((r.opt, r.tenants), (2, 3), "{r:?}");
+    assert_eq!(
+        r.trial.as_deref(),
+        Some(&["t0".to_string(), "t1".to_string()][..])
+    );
     assert!(r.probes.iter().any(|p| p.n == 3 && !p.all_meet));
 }
 

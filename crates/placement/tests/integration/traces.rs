@@ -127,10 +127,7 @@ fn max_servers_rejects_instead_of_opening() {
     cfg.max_servers = Some(1);
     let mut p = Placer::new(cfg).unwrap();
     let outcomes: Vec<Arrival> = ws.iter().map(|w| p.arrive(w.clone()).unwrap().1).collect();
-    assert!(
-        outcomes.contains(&Arrival::NoServer),
-        "{outcomes:?}"
-    );
+    assert!(outcomes.contains(&Arrival::NoServer), "{outcomes:?}");
     assert_eq!(p.servers_opened(), 1);
     let d = p.decisions();
     d.validate().unwrap();

@@ -5,7 +5,7 @@
 use std::path::Path;
 use tailbound_model::{Decisions, RateLimit, TenantDecision};
 use tailbound_scenario::Scenario;
-use tailbound_sim::{opt, Plan, Replay, ReplayError, ReplayPart, Service};
+use tailbound_sim::{opt, opt_greedy, Plan, Replay, ReplayError, ReplayPart, Service};
 
 fn scenario() -> Scenario {
     let mut text = String::from(
@@ -41,6 +41,7 @@ model = {{ arrival = {{ model = "poisson", rate_per_s = 1000 }}, sizes = {{ mode
 fn decide(admitted: &[bool]) -> Decisions {
     Decisions {
         policy: "test".into(),
+        excess: tailbound_model::Excess::Wait,
         tenants: admitted
             .iter()
             .enumerate()
@@ -70,6 +71,16 @@ fn opt_is_the_most_tenants_the_server_link_carries() {
         o.probes.contains(&(2, true)) && o.probes.contains(&(3, false)),
         "{o:?}"
     );
+}
+
+#[test]
+fn trial_and_error_skips_the_tenants_that_do_not_fit() {
+    let s = scenario();
+    let replay = Replay::load(&s, ReplayPart::SecondHalf).unwrap();
+    let mut trials = Vec::new();
+    let kept = opt_greedy(&replay, SERVICE, 180.0, |t, ok| trials.push((t, ok))).unwrap();
+    assert_eq!(kept, [0, 1]);
+    assert_eq!(trials, [(0, true), (1, true), (2, false), (3, false)]);
 }
 
 #[test]

@@ -105,5 +105,58 @@ fn several_buckets_on_a_flow_release_by_the_tightest_of_them() {
     let only_b = run(vec![b]);
     assert!(*only_a.last().unwrap() < 100_000_000);
     assert!(only_b[49] < 100_000, "{}", only_b[49]);
-    assert!(both[49] > 10_000_000, "A still spaces requests 11..50: {}", both[49]);
+    assert!(
+        both[49] > 10_000_000,
+        "A still spaces requests 11..50: {}",
+        both[49]
+    );
+}
+
+#[test]
+fn best_effort_excess_goes_on_at_once_below_every_tenant() {
+    use tailbound_sim::Excess;
+    // A (level 0) shaped to one 1000-B request per ms; B (level 1) unshaped. At t = 0 A sends
+    // three requests and B one, all 1000 B on a 1 GB/s link (1 µs each).
+    let net = network(&[1e9], &[vec![vec![0]], vec![vec![0]]], &[0, 1]);
+    let reqs = vec![
+        vec![req(0, 1000), req(0, 1000), req(0, 1000)],
+        vec![req(0, 1000)],
+    ];
+    let bucket = StageShaping {
+        rate: 1e6,
+        burst: 1000.0,
+    };
+    let run = |excess| {
+        let cfg = SimConfig {
+            shapers: vec![vec![bucket], Vec::new()],
+            excess,
+            ..SimConfig::default()
+        };
+        simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap()
+    };
+    let strict = run(Excess::Wait);
+    assert_eq!(
+        strict.tenants[0].latencies_ns,
+        vec![1_000, 1_001_000, 2_001_000]
+    );
+    let be = run(Excess::BestEffort);
+    // A's first request conforms (1 µs); B at level 1 goes next (2 µs); A's two excess
+    // requests follow at the best-effort level (3 and 4 µs), not 1 and 2 ms later
+    assert_eq!(be.tenants[0].latencies_ns, vec![1_000, 3_000, 4_000]);
+    assert_eq!(be.tenants[1].latencies_ns, vec![2_000]);
+    // tokens were not taken by the excess: at 1.1 ms A conforms again and overtakes a
+    // queue of B's requests, where best-effort excess would wait behind all five
+    let reqs = vec![
+        vec![req(0, 1000), req(0, 1000), req(1_100_100, 1000)],
+        vec![req(1_100_000, 1000); 5],
+    ];
+    let cfg = SimConfig {
+        shapers: vec![vec![bucket], Vec::new()],
+        excess: Excess::BestEffort,
+        ..SimConfig::default()
+    };
+    let r = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
+    // B's first is in service until 1.101 ms; A's third goes next: 1.9 µs
+    assert_eq!(r.tenants[0].latencies_ns, vec![1_000, 1_900, 2_000]);
+    assert_eq!(*r.tenants[1].latencies_ns.last().unwrap(), 6_000);
 }
