@@ -72,21 +72,6 @@ pub struct FlowReport {
     pub outstanding: Vec<f64>,
     /// tokens of requests that completed (response received) during the interval
     pub completed: Vec<f64>,
-    /// the interval cut into equal sub-interval samples, in order (pulsar §5: the enforcer's
-    /// timer); empty: the interval is one sample. The capacity estimators count their
-    /// "consistent readings" over these.
-    pub samples: Vec<FlowSample>,
-}
-
-/// One sub-interval of a flow's report, per hop [tokens].
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FlowSample {
-    /// tokens let through by the enforcer during the sample
-    pub utilization: Vec<f64>,
-    /// average tokens outstanding beyond the enforcer during the sample
-    pub outstanding: Vec<f64>,
-    /// tokens of requests that completed during the sample
-    pub completed: Vec<f64>,
 }
 
 /// What one control step decided.
@@ -216,21 +201,6 @@ impl Controller {
                 });
             }
         }
-        for (k, smp) in r.samples.iter().enumerate() {
-            for (what, v) in [
-                ("utilization", &smp.utilization),
-                ("outstanding", &smp.outstanding),
-                ("completed", &smp.completed),
-            ] {
-                if v.len() != f.hops.len() {
-                    return Err(AllocError::Length {
-                        what: format!("{what} of sample {k} of flow {:?}", f.name),
-                        got: v.len(),
-                        expected: f.hops.len(),
-                    });
-                }
-            }
-        }
         self.reports[flow] = Some(r);
         Ok(())
     }
@@ -270,46 +240,44 @@ impl Controller {
             };
             demand.push(d);
         }
-        // appliance capacities (§4.3), one reading per sub-interval sample
-        let views = sample_views(&reports, interval_s);
+        // appliance capacities (§4.3)
+        let violated_at = self.violations(&reports, interval_s);
         let mut violated = vec![false; self.dc.tenants.len()];
         for (j, r) in self.dc.resources.iter().enumerate() {
             let ResourceKind::Appliance { appliance } = r.kind else {
                 continue;
             };
-            if self.estimators[j].is_none() {
+            let Some(est) = self.estimators[j].as_mut() else {
                 continue;
-            }
-            let mut readings = Vec::with_capacity(views.len());
+            };
+            let mut reading = ApplianceReading {
+                throughput: 0.0,
+                offered: 0.0,
+                outstanding: 0.0,
+                vdc_violated: false,
+                workload: vec![0.0; self.dc.tenants.len()],
+            };
             let mut any = false;
-            for view in &views {
-                let mut reading = ApplianceReading {
-                    throughput: 0.0,
-                    offered: 0.0,
-                    outstanding: 0.0,
-                    vdc_violated: false,
-                    workload: vec![0.0; self.dc.tenants.len()],
-                };
-                for (i, f) in self.dc.flows.iter().enumerate() {
-                    let Some(s) = view.flows[i] else { continue };
-                    for (h, hop) in f.hops.iter().enumerate() {
-                        if hop.charge == Charge::Appliance(appliance) {
-                            any = true;
-                            reading.throughput += s.completed[h] / view.span_s;
-                            reading.offered += s.utilization[h] / view.span_s;
-                            reading.outstanding += s.outstanding[h];
-                            reading.workload[f.tenant] += s.completed[h];
-                        }
+            for (i, f) in self.dc.flows.iter().enumerate() {
+                let Some(rep) = &reports[i] else { continue };
+                for (h, hop) in f.hops.iter().enumerate() {
+                    if hop.charge == Charge::Appliance(appliance) {
+                        any = true;
+                        reading.throughput += rep.completed[h] / interval_s;
+                        reading.offered += rep.utilization[h] / interval_s;
+                        reading.outstanding += rep.outstanding[h];
+                        reading.workload[f.tenant] += rep.completed[h];
                     }
                 }
-                for t in self.violations(view, appliance) {
+            }
+            for (t, v) in violated_at.iter().enumerate() {
+                if v.contains(&appliance) {
                     reading.vdc_violated = true;
                     violated[t] = true;
                 }
-                readings.push(reading);
             }
-            if let (true, Some(est)) = (any, self.estimators[j].as_mut()) {
-                self.capacity[j] = est.observe_interval(&readings);
+            if any {
+                self.capacity[j] = est.observe(&reading);
             }
         }
         let allocation = allocate_vdc(&self.dc, &demand, &self.capacity, self.cfg.global)?;
@@ -332,89 +300,39 @@ impl Controller {
         }))
     }
 
-    /// The tenants that completed less at appliance `a` during one sample than they were
-    /// guaranteed there and could have used (see the module docs).
-    fn violations(&self, view: &SampleView<'_>, a: usize) -> Vec<usize> {
-        let mut out = Vec::new();
+    /// Per tenant, the appliances at which it completed less than it was guaranteed and
+    /// could have used (see the module docs).
+    fn violations(&self, reports: &[Option<FlowReport>], interval_s: f64) -> Vec<Vec<usize>> {
+        let mut out = vec![Vec::new(); self.dc.tenants.len()];
         if self.last.is_none() {
             return out;
         }
+        let na = self.dc.appliance_resource.len();
         for (t, tenant) in self.dc.tenants.iter().enumerate() {
-            let mut could = 0.0;
-            let mut done = 0.0;
+            let mut could = vec![0.0; na];
+            let mut done = vec![0.0; na];
             for &i in &tenant.flows {
-                let Some(s) = view.flows[i] else { continue };
+                let Some(rep) = &reports[i] else { continue };
                 for (h, hop) in self.dc.flows[i].hops.iter().enumerate() {
-                    if hop.charge == Charge::Appliance(a) {
-                        could += (s.utilization[h] + s.outstanding[h]) / view.span_s;
-                        done += s.completed[h] / view.span_s;
+                    if let Charge::Appliance(a) = hop.charge {
+                        could[a] += (rep.utilization[h] + rep.outstanding[h]) / interval_s;
+                        done[a] += rep.completed[h] / interval_s;
                     }
                 }
             }
-            let guarantee: f64 = tenant
-                .virtuals
-                .iter()
-                .filter(|v| v.appliance == Some(a))
-                .map(|v| v.guarantee)
-                .sum();
-            let expect = guarantee.min(could);
-            if expect > 0.0 && done < (1.0 - self.cfg.violation_tolerance) * expect {
-                out.push(t);
+            for a in 0..na {
+                let guarantee: f64 = tenant
+                    .virtuals
+                    .iter()
+                    .filter(|v| v.appliance == Some(a))
+                    .map(|v| v.guarantee)
+                    .sum();
+                let expect = guarantee.min(could[a]);
+                if expect > 0.0 && done[a] < (1.0 - self.cfg.violation_tolerance) * expect {
+                    out[t].push(a);
+                }
             }
         }
         out
-    }
-}
-
-/// One sample's statistics of every flow (borrowed from the reports).
-struct SampleView<'a> {
-    /// length of the sample [s]
-    span_s: f64,
-    flows: Vec<Option<SampleRef<'a>>>,
-}
-
-#[derive(Clone, Copy)]
-struct SampleRef<'a> {
-    utilization: &'a [f64],
-    outstanding: &'a [f64],
-    completed: &'a [f64],
-}
-
-/// The interval's samples: the reports' sub-interval samples when every report has the same
-/// number of them, otherwise the whole interval as one sample.
-fn sample_views(reports: &[Option<FlowReport>], interval_s: f64) -> Vec<SampleView<'_>> {
-    let mut counts = reports.iter().flatten().map(|r| r.samples.len());
-    let k = counts.next().unwrap_or(0);
-    if k > 0 && counts.all(|c| c == k) {
-        let span_s = interval_s / k as f64;
-        (0..k)
-            .map(|m| SampleView {
-                span_s,
-                flows: reports
-                    .iter()
-                    .map(|r| {
-                        r.as_ref().map(|r| SampleRef {
-                            utilization: &r.samples[m].utilization,
-                            outstanding: &r.samples[m].outstanding,
-                            completed: &r.samples[m].completed,
-                        })
-                    })
-                    .collect(),
-            })
-            .collect()
-    } else {
-        vec![SampleView {
-            span_s: interval_s,
-            flows: reports
-                .iter()
-                .map(|r| {
-                    r.as_ref().map(|r| SampleRef {
-                        utilization: &r.utilization,
-                        outstanding: &r.outstanding,
-                        completed: &r.completed,
-                    })
-                })
-                .collect(),
-        }]
     }
 }

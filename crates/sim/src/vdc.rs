@@ -34,7 +34,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tailbound_allocation::vdc::{Charge, Datacenter, ResourceKind};
-use tailbound_allocation::{Controller, ControllerConfig, FlowReport, FlowSample};
+use tailbound_allocation::{Controller, ControllerConfig, FlowReport};
 use tailbound_curves::work::TokenCost;
 use tailbound_model::{Op, Request};
 use tailbound_shaping::MultiBucket;
@@ -119,9 +119,6 @@ pub struct VdcSimConfig {
     /// smallest rate an enforcer bucket gets, so new demand can show (pulsar's default rate
     /// for new flows) [tokens/s]
     pub min_rate: f64,
-    /// sub-interval samples per control interval in the enforcers' reports (pulsar's 10 ms
-    /// timer); the capacity estimators count consistent readings over them
-    pub samples_per_interval: u32,
     pub seed: u64,
 }
 
@@ -132,7 +129,6 @@ impl Default for VdcSimConfig {
             duration_s: 30.0,
             controller: ControllerConfig::default(),
             min_rate: 1e5,
-            samples_per_interval: 10,
             seed: 1,
         }
     }
@@ -170,8 +166,6 @@ enum Ev {
     Release(u32),
     /// a resource finishes its current request
     Depart(u32),
-    /// the end of a sub-interval sample inside a control interval
-    Sample,
     Control,
 }
 
@@ -206,12 +200,6 @@ struct FlowState {
     outstanding_sum: Vec<f64>,
     /// when the integrals were last brought up to date [ns]
     since_ns: u64,
-    /// `util`, `done` and `outstanding_sum` when the current sample began
-    mark_util: Vec<f64>,
-    mark_done: Vec<f64>,
-    mark_out: Vec<f64>,
-    /// the interval's closed samples
-    samples: Vec<FlowSample>,
 }
 
 impl FlowState {
@@ -225,25 +213,6 @@ impl FlowState {
             }
         }
         self.since_ns = now;
-    }
-
-    /// Closes the sample that began at the marks (`span` ns long) and starts the next.
-    fn close_sample(&mut self, now: u64, span: f64) {
-        self.integrate(now);
-        let diff = |a: &[f64], b: &[f64]| -> Vec<f64> {
-            a.iter().zip(b).map(|(x, y)| (x - y).max(0.0)).collect()
-        };
-        self.samples.push(FlowSample {
-            utilization: diff(&self.util, &self.mark_util),
-            outstanding: diff(&self.outstanding_sum, &self.mark_out)
-                .into_iter()
-                .map(|v| v / span)
-                .collect(),
-            completed: diff(&self.done, &self.mark_done),
-        });
-        self.mark_util.clone_from(&self.util);
-        self.mark_done.clone_from(&self.done);
-        self.mark_out.clone_from(&self.outstanding_sum);
     }
 }
 
@@ -298,14 +267,6 @@ pub fn simulate_vdc(
         return bad(format!(
             "duration {} s must be finite and > 0",
             cfg.duration_s
-        ));
-    }
-    if cfg.samples_per_interval == 0
-        || u64::from(cfg.samples_per_interval) > cfg.controller.interval_ns
-    {
-        return bad(format!(
-            "{} samples per control interval of {} ns: expected 1 to one per ns",
-            cfg.samples_per_interval, cfg.controller.interval_ns
         ));
     }
     if !(cfg.min_rate.is_finite() && cfg.min_rate > 0.0) {
@@ -401,10 +362,6 @@ impl<'a> Sim<'a> {
                     queued_sum: vec![0.0; n],
                     outstanding_sum: vec![0.0; n],
                     since_ns: 0,
-                    mark_util: vec![0.0; n],
-                    mark_done: vec![0.0; n],
-                    mark_out: vec![0.0; n],
-                    samples: Vec::new(),
                 }
             })
             .collect();
@@ -498,7 +455,6 @@ impl<'a> Sim<'a> {
                     self.release(f as usize, now)?;
                 }
                 Ev::Depart(j) => self.depart(j as usize, now)?,
-                Ev::Sample => self.sample(now),
                 Ev::Control => self.control(now)?,
             }
         }
@@ -758,19 +714,6 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Length of one sub-interval sample [ns].
-    fn sample_span(&self) -> f64 {
-        self.cfg.controller.interval_ns as f64 / f64::from(self.cfg.samples_per_interval)
-    }
-
-    /// End of a sub-interval sample.
-    fn sample(&mut self, now: u64) {
-        let span = self.sample_span();
-        for fs in &mut self.flows {
-            fs.close_sample(now, span);
-        }
-    }
-
     /// End of a control interval: record, report to the controller, apply its allocation.
     fn control(&mut self, now: u64) -> Result<(), VdcSimError> {
         let interval_ns = self.cfg.controller.interval_ns;
@@ -779,12 +722,8 @@ impl<'a> Sim<'a> {
             self.record(now, interval_s);
         }
         let span = interval_ns as f64;
-        let sample_span = self.sample_span();
         for fs in &mut self.flows {
             fs.integrate(now);
-            if now > 0 {
-                fs.close_sample(now, sample_span);
-            }
         }
         if let Some(c) = self.controller.as_mut() {
             for (i, fs) in self.flows.iter_mut().enumerate() {
@@ -798,7 +737,6 @@ impl<'a> Sim<'a> {
                         .map(|v| (v / span).max(0.0))
                         .collect(),
                     completed: fs.done.clone(),
-                    samples: std::mem::take(&mut fs.samples),
                 };
                 if now > 0 {
                     c.report(i, report)?;
@@ -855,18 +793,10 @@ impl<'a> Sim<'a> {
             }
         }
         for fs in &mut self.flows {
-            for v in [
-                &mut fs.util,
-                &mut fs.done,
-                &mut fs.queued_sum,
-                &mut fs.outstanding_sum,
-                &mut fs.mark_util,
-                &mut fs.mark_done,
-                &mut fs.mark_out,
-            ] {
-                v.iter_mut().for_each(|x| *x = 0.0);
-            }
-            fs.samples.clear();
+            fs.util.iter_mut().for_each(|v| *v = 0.0);
+            fs.done.iter_mut().for_each(|v| *v = 0.0);
+            fs.queued_sum.iter_mut().for_each(|v| *v = 0.0);
+            fs.outstanding_sum.iter_mut().for_each(|v| *v = 0.0);
         }
         self.res_done.iter_mut().for_each(|v| *v = 0.0);
         // the new rates may let queued requests through at once
@@ -874,10 +804,6 @@ impl<'a> Sim<'a> {
             if !self.flows[f].enforcer.pending && !self.flows[f].enforcer.queue.is_empty() {
                 self.release(f, now)?;
             }
-        }
-        let k = u64::from(self.cfg.samples_per_interval);
-        for m in 1..k {
-            self.push(now + interval_ns * m / k, Ev::Sample);
         }
         self.push(now + interval_ns, Ev::Control);
         Ok(())

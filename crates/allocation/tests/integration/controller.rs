@@ -29,7 +29,6 @@ fn report(kv: f64, backlog: f64) -> FlowReport {
         queueing: vec![0.0; 3],
         outstanding: vec![1.0; 3],
         completed: vec![kv, kv, kv],
-        samples: Vec::new(),
     }
 }
 
@@ -57,11 +56,9 @@ fn runs_each_interval_and_probes_capacity() {
     assert_eq!(out.phase[2], Some(Phase::Increase));
     // alone on the appliance, the flow gets its capacity, not more
     assert!((out.allocation.rates[0][1] - 5000.0).abs() < 1e-6);
-    // congestion: served 3000 of 5000 offered while 100× the tokens stayed outstanding
-    // (33 ms per token instead of 1 ms: the appliance queues) → revert
+    // congestion: served 3000 of 5000 offered → revert
     let mut r = report(5000.0, 1e5);
     r.completed = vec![3000.0; 3];
-    r.outstanding = vec![100.0; 3];
     c.report(0, r).unwrap();
     let out = c.poll(2 * S).unwrap().unwrap();
     assert_eq!(out.capacity[2], 1000.0);
