@@ -10,15 +10,19 @@
 //!
 //! The controller never reads a clock: [`Controller::poll`] runs one control step when `now`
 //! has reached [`Controller::next_run_ns`], using the reports received since the last step.
-//! The appliance signals are derived from the reports as pulsar §4.3 describes: throughput is
-//! what flows saw completed at the appliance, the outstanding tokens `O` the sum of the flows'
-//! outstanding entries for it (footnote 6), and a *VDC violation* is a tenant that completed
-//! less than `(1 − tolerance)` of `min(G, (u + o)/T)` there: its guarantee `G` on the virtual
-//! appliance, or what it could have completed in the interval of length `T` — what it sent
-//! plus what it had outstanding — if that is less. (A closed-loop tenant stuck behind an
-//! overloaded appliance sends little and shows no queue at its enforcer; its outstanding
-//! requests are what reveal that it wanted more.)
-
+//! The appliance signals are derived from the reports as pulsar §4.3 describes, one reading
+//! per sub-interval sample when the reports carry [`FlowSample`]s (the estimator counts its
+//! three consistent readings over them), else one per interval: throughput is what flows saw
+//! completed at the appliance, the outstanding tokens `O` the sum of the flows' outstanding
+//! entries for it (footnote 6), and a tenant *falls short* when it completed less than
+//! `(1 − tolerance)` of `min(G, (u + o)/T)` there: its guarantee `G` on the virtual appliance,
+//! or what it could have completed in the sample of length `T` — what it sent plus what it
+//! had outstanding — if that is less. The estimator counts a shortfall as a VDC violation
+//! only while the appliance queues (see `tailbound_shaping::estimate`).
+//!
+//! Network links are allocated up to `1 − link_headroom` of their rate (pulsar §5 keeps
+//! 2–5%): a link allocated in full queues the windows of closed-loop flows, and its FIFO then
+//! shares it by window size.
 use crate::error::AllocError;
 use crate::mra::Mechanism;
 use crate::steps::{allocate_vdc, VdcAllocation};
@@ -44,6 +48,9 @@ pub struct ControllerConfig {
     pub capacity: CapacityConfig,
     /// relative shortfall below the guarantee that counts as a VDC violation
     pub violation_tolerance: f64,
+    /// fraction of every network link's rate kept out of the allocations (pulsar §5: 2–5%),
+    /// so that a link allocated in full does not queue the windows of closed-loop flows
+    pub link_headroom: f64,
 }
 
 impl Default for ControllerConfig {
@@ -55,6 +62,7 @@ impl Default for ControllerConfig {
             estimate_capacity: true,
             capacity: CapacityConfig::new(1.0, 2.0),
             violation_tolerance: 0.1,
+            link_headroom: 0.05,
         }
     }
 }
@@ -71,6 +79,21 @@ pub struct FlowReport {
     /// average tokens outstanding beyond the enforcer
     pub outstanding: Vec<f64>,
     /// tokens of requests that completed (response received) during the interval
+    pub completed: Vec<f64>,
+    /// the interval cut into equal sub-interval samples, in order (pulsar §5: the enforcer's
+    /// timer); empty: the interval is one sample. The capacity estimators count their
+    /// "consistent readings" over these.
+    pub samples: Vec<FlowSample>,
+}
+
+/// One sub-interval of a flow's report, per hop [tokens].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FlowSample {
+    /// tokens let through by the enforcer during the sample
+    pub utilization: Vec<f64>,
+    /// average tokens outstanding beyond the enforcer during the sample
+    pub outstanding: Vec<f64>,
+    /// tokens of requests that completed during the sample
     pub completed: Vec<f64>,
 }
 
@@ -125,6 +148,12 @@ impl Controller {
             return Err(invalid(format!(
                 "violation tolerance {} must be within [0, 1)",
                 cfg.violation_tolerance
+            )));
+        }
+        if !(cfg.link_headroom.is_finite() && (0.0..1.0).contains(&cfg.link_headroom)) {
+            return Err(invalid(format!(
+                "link headroom {} must be within [0, 1)",
+                cfg.link_headroom
             )));
         }
         let demand = (0..dc.flows.len())
@@ -201,6 +230,21 @@ impl Controller {
                 });
             }
         }
+        for (k, smp) in r.samples.iter().enumerate() {
+            for (what, v) in [
+                ("utilization", &smp.utilization),
+                ("outstanding", &smp.outstanding),
+                ("completed", &smp.completed),
+            ] {
+                if v.len() != f.hops.len() {
+                    return Err(AllocError::Length {
+                        what: format!("{what} of sample {k} of flow {:?}", f.name),
+                        got: v.len(),
+                        expected: f.hops.len(),
+                    });
+                }
+            }
+        }
         self.reports[flow] = Some(r);
         Ok(())
     }
@@ -240,47 +284,61 @@ impl Controller {
             };
             demand.push(d);
         }
-        // appliance capacities (§4.3)
-        let violated_at = self.violations(&reports, interval_s);
+        // appliance capacities (§4.3), one reading per sub-interval sample
+        let views = sample_views(&reports, interval_s);
         let mut violated = vec![false; self.dc.tenants.len()];
         for (j, r) in self.dc.resources.iter().enumerate() {
             let ResourceKind::Appliance { appliance } = r.kind else {
                 continue;
             };
-            let Some(est) = self.estimators[j].as_mut() else {
+            if self.estimators[j].is_none() {
                 continue;
-            };
-            let mut reading = ApplianceReading {
-                throughput: 0.0,
-                offered: 0.0,
-                outstanding: 0.0,
-                vdc_violated: false,
-                workload: vec![0.0; self.dc.tenants.len()],
-            };
+            }
+            let mut readings = Vec::with_capacity(views.len());
             let mut any = false;
-            for (i, f) in self.dc.flows.iter().enumerate() {
-                let Some(rep) = &reports[i] else { continue };
-                for (h, hop) in f.hops.iter().enumerate() {
-                    if hop.charge == Charge::Appliance(appliance) {
-                        any = true;
-                        reading.throughput += rep.completed[h] / interval_s;
-                        reading.offered += rep.utilization[h] / interval_s;
-                        reading.outstanding += rep.outstanding[h];
-                        reading.workload[f.tenant] += rep.completed[h];
+            for view in &views {
+                let mut reading = ApplianceReading {
+                    throughput: 0.0,
+                    offered: 0.0,
+                    outstanding: 0.0,
+                    vdc_violated: false,
+                    workload: vec![0.0; self.dc.tenants.len()],
+                };
+                for (i, f) in self.dc.flows.iter().enumerate() {
+                    let Some(s) = view.flows[i] else { continue };
+                    for (h, hop) in f.hops.iter().enumerate() {
+                        if hop.charge == Charge::Appliance(appliance) {
+                            any = true;
+                            reading.throughput += s.completed[h] / view.span_s;
+                            reading.offered += s.utilization[h] / view.span_s;
+                            reading.outstanding += s.outstanding[h];
+                            reading.workload[f.tenant] += s.completed[h];
+                        }
                     }
                 }
-            }
-            for (t, v) in violated_at.iter().enumerate() {
-                if v.contains(&appliance) {
+                for t in self.violations(view, appliance) {
                     reading.vdc_violated = true;
                     violated[t] = true;
                 }
+                readings.push(reading);
             }
-            if any {
-                self.capacity[j] = est.observe(&reading);
+            if let (true, Some(est)) = (any, self.estimators[j].as_mut()) {
+                self.capacity[j] = est.observe_interval(&readings);
             }
         }
-        let allocation = allocate_vdc(&self.dc, &demand, &self.capacity, self.cfg.global)?;
+        let usable: Vec<f64> = self
+            .dc
+            .resources
+            .iter()
+            .zip(&self.capacity)
+            .map(|(r, &c)| match r.kind {
+                ResourceKind::Appliance { .. } => c,
+                ResourceKind::Uplink { .. } | ResourceKind::Downlink { .. } => {
+                    c * (1.0 - self.cfg.link_headroom)
+                }
+            })
+            .collect();
+        let allocation = allocate_vdc(&self.dc, &demand, &usable, self.cfg.global)?;
         self.last = Some(allocation.clone());
         while self.next_ns <= now_ns {
             self.next_ns += self.cfg.interval_ns;
@@ -300,39 +358,89 @@ impl Controller {
         }))
     }
 
-    /// Per tenant, the appliances at which it completed less than it was guaranteed and
-    /// could have used (see the module docs).
-    fn violations(&self, reports: &[Option<FlowReport>], interval_s: f64) -> Vec<Vec<usize>> {
-        let mut out = vec![Vec::new(); self.dc.tenants.len()];
+    /// The tenants that completed less at appliance `a` during one sample than they were
+    /// guaranteed there and could have used (see the module docs).
+    fn violations(&self, view: &SampleView<'_>, a: usize) -> Vec<usize> {
+        let mut out = Vec::new();
         if self.last.is_none() {
             return out;
         }
-        let na = self.dc.appliance_resource.len();
         for (t, tenant) in self.dc.tenants.iter().enumerate() {
-            let mut could = vec![0.0; na];
-            let mut done = vec![0.0; na];
+            let mut could = 0.0;
+            let mut done = 0.0;
             for &i in &tenant.flows {
-                let Some(rep) = &reports[i] else { continue };
+                let Some(s) = view.flows[i] else { continue };
                 for (h, hop) in self.dc.flows[i].hops.iter().enumerate() {
-                    if let Charge::Appliance(a) = hop.charge {
-                        could[a] += (rep.utilization[h] + rep.outstanding[h]) / interval_s;
-                        done[a] += rep.completed[h] / interval_s;
+                    if hop.charge == Charge::Appliance(a) {
+                        could += (s.utilization[h] + s.outstanding[h]) / view.span_s;
+                        done += s.completed[h] / view.span_s;
                     }
                 }
             }
-            for a in 0..na {
-                let guarantee: f64 = tenant
-                    .virtuals
-                    .iter()
-                    .filter(|v| v.appliance == Some(a))
-                    .map(|v| v.guarantee)
-                    .sum();
-                let expect = guarantee.min(could[a]);
-                if expect > 0.0 && done[a] < (1.0 - self.cfg.violation_tolerance) * expect {
-                    out[t].push(a);
-                }
+            let guarantee: f64 = tenant
+                .virtuals
+                .iter()
+                .filter(|v| v.appliance == Some(a))
+                .map(|v| v.guarantee)
+                .sum();
+            let expect = guarantee.min(could);
+            if expect > 0.0 && done < (1.0 - self.cfg.violation_tolerance) * expect {
+                out.push(t);
             }
         }
         out
+    }
+}
+
+/// One sample's statistics of every flow (borrowed from the reports).
+struct SampleView<'a> {
+    /// length of the sample [s]
+    span_s: f64,
+    flows: Vec<Option<SampleRef<'a>>>,
+}
+
+#[derive(Clone, Copy)]
+struct SampleRef<'a> {
+    utilization: &'a [f64],
+    outstanding: &'a [f64],
+    completed: &'a [f64],
+}
+
+/// The interval's samples: the reports' sub-interval samples when every report has the same
+/// number of them, otherwise the whole interval as one sample.
+fn sample_views(reports: &[Option<FlowReport>], interval_s: f64) -> Vec<SampleView<'_>> {
+    let mut counts = reports.iter().flatten().map(|r| r.samples.len());
+    let k = counts.next().unwrap_or(0);
+    if k > 0 && counts.all(|c| c == k) {
+        let span_s = interval_s / k as f64;
+        (0..k)
+            .map(|m| SampleView {
+                span_s,
+                flows: reports
+                    .iter()
+                    .map(|r| {
+                        r.as_ref().map(|r| SampleRef {
+                            utilization: &r.samples[m].utilization,
+                            outstanding: &r.samples[m].outstanding,
+                            completed: &r.samples[m].completed,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect()
+    } else {
+        vec![SampleView {
+            span_s: interval_s,
+            flows: reports
+                .iter()
+                .map(|r| {
+                    r.as_ref().map(|r| SampleRef {
+                        utilization: &r.utilization,
+                        outstanding: &r.outstanding,
+                        completed: &r.completed,
+                    })
+                })
+                .collect(),
+        }]
     }
 }

@@ -32,7 +32,7 @@ pub mod problem;
 pub mod steps;
 pub mod vdc;
 
-pub use controller::{ControlOutput, Controller, ControllerConfig, FlowReport};
+pub use controller::{ControlOutput, Controller, ControllerConfig, FlowReport, FlowSample};
 pub use error::AllocError;
 pub use mra::{Mechanism, Mra};
 pub use problem::{Allocation, Problem, TenantId};

@@ -27,14 +27,24 @@
 //!
 //! **Reports.** Per flow and hop per interval: tokens released (utilization), tokens still
 //! queued at the end (backlog), time-averaged queued and outstanding tokens and tokens
-//! completed at that hop: exactly [`FlowReport`]'s fields. (Pulsar samples the averages with
-//! a 10 ms timer; a sampled average misses requests outstanding for less than the period,
-//! which makes eq. (5)'s `q·u/o` blow up or vanish, so the simulator integrates exactly.)
-
+//! completed at that hop: exactly [`FlowReport`]'s fields, plus `samples_per_interval` equal
+//! sub-interval samples of utilization, outstanding and completed tokens ([`FlowSample`]:
+//! pulsar's enforcer timer, over which the capacity estimators count consistent readings).
+//! (Pulsar samples the averages with a 10 ms timer; a sampled average misses requests
+//! outstanding for less than the period, which makes eq. (5)'s `q·u/o` blow up or vanish, so
+//! the simulator integrates exactly.)
+//!
+//! **Enforcers.** Each flow's [`MultiBucket`] is sized rate × 1 s (pulsar §5). An allocation
+//! is what the flow may use over the next interval (§4.4), so on every update the buckets keep
+//! at most `carry_s` (0.1 s) of unused tokens: a closed-loop flow held back by a saturated
+//! appliance has full buckets, and with a second's worth carried over it would send twice its
+//! cut allocation and keep the appliance saturated for several intervals after a revert. Some
+//! carry-over is kept because a multi-resource bucket binds on whichever hop the interval's
+//! request mix under-estimated; without it flows deliver ~90% of their allocation.
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tailbound_allocation::vdc::{Charge, Datacenter, ResourceKind};
-use tailbound_allocation::{Controller, ControllerConfig, FlowReport};
+use tailbound_allocation::{Controller, ControllerConfig, FlowReport, FlowSample};
 use tailbound_curves::work::TokenCost;
 use tailbound_model::{Op, Request};
 use tailbound_shaping::MultiBucket;
@@ -119,6 +129,13 @@ pub struct VdcSimConfig {
     /// smallest rate an enforcer bucket gets, so new demand can show (pulsar's default rate
     /// for new flows) [tokens/s]
     pub min_rate: f64,
+    /// sub-interval samples per control interval in the enforcers' reports (pulsar's 10 ms
+    /// timer); the capacity estimators count consistent readings over them
+    pub samples_per_interval: u32,
+    /// unused tokens an enforcer bucket keeps across an allocation update, as time at the new
+    /// rate [s]: enough to absorb a multi-resource bucket's per-hop mix noise, far less than
+    /// the bucket's 1 s depth (see the module docs, "Enforcers")
+    pub carry_s: f64,
     pub seed: u64,
 }
 
@@ -129,6 +146,8 @@ impl Default for VdcSimConfig {
             duration_s: 30.0,
             controller: ControllerConfig::default(),
             min_rate: 1e5,
+            samples_per_interval: 10,
+            carry_s: 0.1,
             seed: 1,
         }
     }
@@ -143,6 +162,9 @@ pub struct IntervalRecord {
     pub tenant_tokens: Vec<Vec<f64>>,
     /// per physical resource: tokens/s completed there [tokens/s]
     pub resource_tokens: Vec<f64>,
+    /// per physical resource: average tokens outstanding on hops that use it (pulsar's `O`
+    /// for an appliance, footnote 6) [tokens]
+    pub resource_outstanding: Vec<f64>,
     /// per physical resource: the capacity the controller used (Pulsar mode) [tokens/s]
     pub capacity: Vec<f64>,
     /// per physical resource: the capacity estimator's phase, if estimated
@@ -166,6 +188,8 @@ enum Ev {
     Release(u32),
     /// a resource finishes its current request
     Depart(u32),
+    /// the end of a sub-interval sample inside a control interval
+    Sample,
     Control,
 }
 
@@ -200,6 +224,12 @@ struct FlowState {
     outstanding_sum: Vec<f64>,
     /// when the integrals were last brought up to date [ns]
     since_ns: u64,
+    /// `util`, `done` and `outstanding_sum` when the current sample began
+    mark_util: Vec<f64>,
+    mark_done: Vec<f64>,
+    mark_out: Vec<f64>,
+    /// the interval's closed samples
+    samples: Vec<FlowSample>,
 }
 
 impl FlowState {
@@ -213,6 +243,25 @@ impl FlowState {
             }
         }
         self.since_ns = now;
+    }
+
+    /// Closes the sample that began at the marks (`span` ns long) and starts the next.
+    fn close_sample(&mut self, now: u64, span: f64) {
+        self.integrate(now);
+        let diff = |a: &[f64], b: &[f64]| -> Vec<f64> {
+            a.iter().zip(b).map(|(x, y)| (x - y).max(0.0)).collect()
+        };
+        self.samples.push(FlowSample {
+            utilization: diff(&self.util, &self.mark_util),
+            outstanding: diff(&self.outstanding_sum, &self.mark_out)
+                .into_iter()
+                .map(|v| v / span)
+                .collect(),
+            completed: diff(&self.done, &self.mark_done),
+        });
+        self.mark_util.clone_from(&self.util);
+        self.mark_done.clone_from(&self.done);
+        self.mark_out.clone_from(&self.outstanding_sum);
     }
 }
 
@@ -267,6 +316,20 @@ pub fn simulate_vdc(
         return bad(format!(
             "duration {} s must be finite and > 0",
             cfg.duration_s
+        ));
+    }
+    if cfg.samples_per_interval == 0
+        || u64::from(cfg.samples_per_interval) > cfg.controller.interval_ns
+    {
+        return bad(format!(
+            "{} samples per control interval of {} ns: expected 1 to one per ns",
+            cfg.samples_per_interval, cfg.controller.interval_ns
+        ));
+    }
+    if !(cfg.carry_s.is_finite() && cfg.carry_s >= 0.0) {
+        return bad(format!(
+            "carry-over {} s must be finite and >= 0",
+            cfg.carry_s
         ));
     }
     if !(cfg.min_rate.is_finite() && cfg.min_rate > 0.0) {
@@ -362,6 +425,10 @@ impl<'a> Sim<'a> {
                     queued_sum: vec![0.0; n],
                     outstanding_sum: vec![0.0; n],
                     since_ns: 0,
+                    mark_util: vec![0.0; n],
+                    mark_done: vec![0.0; n],
+                    mark_out: vec![0.0; n],
+                    samples: Vec::new(),
                 }
             })
             .collect();
@@ -455,6 +522,7 @@ impl<'a> Sim<'a> {
                     self.release(f as usize, now)?;
                 }
                 Ev::Depart(j) => self.depart(j as usize, now)?,
+                Ev::Sample => self.sample(now),
                 Ev::Control => self.control(now)?,
             }
         }
@@ -714,16 +782,36 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Length of one sub-interval sample [ns].
+    fn sample_span(&self) -> f64 {
+        self.cfg.controller.interval_ns as f64 / f64::from(self.cfg.samples_per_interval)
+    }
+
+    /// End of a sub-interval sample.
+    fn sample(&mut self, now: u64) {
+        let span = self.sample_span();
+        for fs in &mut self.flows {
+            fs.close_sample(now, span);
+        }
+    }
+
     /// End of a control interval: record, report to the controller, apply its allocation.
     fn control(&mut self, now: u64) -> Result<(), VdcSimError> {
         let interval_ns = self.cfg.controller.interval_ns;
         let interval_s = interval_ns as f64 / NS;
+        for fs in &mut self.flows {
+            fs.integrate(now);
+        }
         if now > 0 {
             self.record(now, interval_s);
         }
         let span = interval_ns as f64;
+        let sample_span = self.sample_span();
         for fs in &mut self.flows {
             fs.integrate(now);
+            if now > 0 {
+                fs.close_sample(now, sample_span);
+            }
         }
         if let Some(c) = self.controller.as_mut() {
             for (i, fs) in self.flows.iter_mut().enumerate() {
@@ -737,6 +825,7 @@ impl<'a> Sim<'a> {
                         .map(|v| (v / span).max(0.0))
                         .collect(),
                     completed: fs.done.clone(),
+                    samples: std::mem::take(&mut fs.samples),
                 };
                 if now > 0 {
                     c.report(i, report)?;
@@ -779,10 +868,21 @@ impl<'a> Sim<'a> {
                             (r, r * tailbound_shaping::DEFAULT_BURST_S)
                         })
                         .collect();
+                    // an allocation is what the flow may use over the next interval (pulsar
+                    // §4.4): at most `carry_s` of unused tokens carry over (a flow held back
+                    // by a saturated appliance would otherwise send a second's worth on top
+                    // of a cut allocation); a deficit is still repaid
+                    let carry_s = self.cfg.carry_s;
+                    let empty: Vec<(f64, f64)> =
+                        rates.iter().map(|&(r, _)| (r, r * carry_s)).collect();
                     let res = match fs.enforcer.bucket.as_mut() {
-                        Some(b) => b.set_rates(now, &rates),
-                        None => MultiBucket::new(&rates, now).map(|b| {
+                        Some(b) => b
+                            .set_rates(now, &empty)
+                            .and_then(|()| b.set_rates(now, &rates)),
+                        None => MultiBucket::new(&empty, now).and_then(|mut b| {
+                            b.set_rates(now, &rates)?;
                             fs.enforcer.bucket = Some(b);
+                            Ok(())
                         }),
                     };
                     res.map_err(|e| VdcSimError::Enforcer {
@@ -793,10 +893,18 @@ impl<'a> Sim<'a> {
             }
         }
         for fs in &mut self.flows {
-            fs.util.iter_mut().for_each(|v| *v = 0.0);
-            fs.done.iter_mut().for_each(|v| *v = 0.0);
-            fs.queued_sum.iter_mut().for_each(|v| *v = 0.0);
-            fs.outstanding_sum.iter_mut().for_each(|v| *v = 0.0);
+            for v in [
+                &mut fs.util,
+                &mut fs.done,
+                &mut fs.queued_sum,
+                &mut fs.outstanding_sum,
+                &mut fs.mark_util,
+                &mut fs.mark_done,
+                &mut fs.mark_out,
+            ] {
+                v.iter_mut().for_each(|x| *x = 0.0);
+            }
+            fs.samples.clear();
         }
         self.res_done.iter_mut().for_each(|v| *v = 0.0);
         // the new rates may let queued requests through at once
@@ -804,6 +912,10 @@ impl<'a> Sim<'a> {
             if !self.flows[f].enforcer.pending && !self.flows[f].enforcer.queue.is_empty() {
                 self.release(f, now)?;
             }
+        }
+        let k = u64::from(self.cfg.samples_per_interval);
+        for m in 1..k {
+            self.push(now + interval_ns * m / k, Ev::Sample);
         }
         self.push(now + interval_ns, Ev::Control);
         Ok(())
@@ -824,7 +936,16 @@ impl<'a> Sim<'a> {
                 }
             }
         }
+        let mut resource_outstanding = vec![0.0; self.dc.resources.len()];
+        for (i, fs) in self.flows.iter().enumerate() {
+            for (h, hop) in self.dc.flows[i].hops.iter().enumerate() {
+                if let Some(j) = hop.physical {
+                    resource_outstanding[j] += fs.outstanding_sum[h] / (interval_s * NS);
+                }
+            }
+        }
         self.intervals.push(IntervalRecord {
+            resource_outstanding,
             t_s: now as f64 / NS,
             tenant_tokens,
             resource_tokens: self.res_done.iter().map(|v| v / interval_s).collect(),
