@@ -14,9 +14,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::par_map;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -379,7 +379,7 @@ pub fn run(
         )));
     }
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let traces: Vec<Characterized> = parallel_map(cfg.threads, &cfg.traces, |p| {
+    let traces: Vec<Characterized> = par_map(&cfg.traces, cfg.threads, |p| {
         let c = characterize(p, cfg);
         progress(Progress::Characterized(
             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
@@ -389,7 +389,7 @@ pub fn run(
     .into_iter()
     .collect::<Result<_, _>>()?;
     let run_ids: Vec<usize> = (0..cfg.runs).collect();
-    let runs = parallel_map(cfg.threads, &run_ids, |&r| {
+    let runs = par_map(&run_ids, cfg.threads, |&r| {
         one_run(cfg, &traces, r, progress)
     })
     .into_iter()
@@ -547,33 +547,6 @@ fn summarize(runs: &[RunResult]) -> Summary {
         bytes_ratio: ratio(|p| p.bytes),
         policies,
     }
-}
-
-/// Maps `f` over `items` on up to `threads` scoped threads, keeping the order.
-fn parallel_map<T: Sync, R: Send>(
-    threads: usize,
-    items: &[T],
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(items.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if i >= items.len() {
-                    break;
-                }
-                let r = f(&items[i]);
-                out.lock().expect("no worker panicked")[i] = Some(r);
-            });
-        }
-    });
-    out.into_inner()
-        .expect("no worker panicked")
-        .into_iter()
-        .map(|r| r.expect("every item was mapped"))
-        .collect()
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 //!
 //! Traces are read by the caller; this module does no I/O.
 
+use crate::par_map;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -211,28 +212,6 @@ pub fn rotate(requests: &[Request], offset_ns: u64) -> (Vec<Request>, u64) {
         .collect();
     out.sort_by_key(|r| r.arrival_ns);
     (out, period)
-}
-
-/// Runs `f` over `items` on `threads` workers, keeping the order.
-fn par_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
-    let threads = threads.max(1).min(items.len().max(1));
-    if threads == 1 {
-        return items.iter().map(&f).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| {
-                let f = &f;
-                scope.spawn(move || c.iter().map(f).collect::<Vec<U>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
 }
 
 /// Whether `w` fits alone on a server under every policy of the experiment (§5.1 keeps only

@@ -3,7 +3,7 @@
 
 use super::admit::PolicyArg;
 use super::curve::SizesArg;
-use super::{print_json, progress, write_svg};
+use super::{duration_arg, print_json, progress, rate_arg, write_svg};
 use crate::table::render;
 use crate::Outcome;
 use anyhow::Context;
@@ -11,7 +11,6 @@ use clap::Args;
 use std::path::PathBuf;
 use tailbound_admission::Policy;
 use tailbound_experiments::admission::{run, AdmissionConfig, AdmissionResult, Progress};
-use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
 use tailbound_plot::{Chart, Figure, Series};
 
 #[derive(Debug, Args)]
@@ -28,13 +27,13 @@ pub struct AdmissionArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// SLO latencies drawn uniformly
-    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms", value_parser = parse_duration)]
+    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms", value_parser = duration_arg)]
     pub slos: Vec<f64>,
     /// SLO percentile
     #[arg(long, default_value_t = 99.9)]
     pub percentile: f64,
     /// every link's rate, each way
-    #[arg(long, default_value = "1Gbit", value_parser = parse_rate)]
+    #[arg(long, default_value = "1Gbit", value_parser = rate_arg)]
     pub link: f64,
     #[arg(long, default_value_t = 12)]
     pub clients: usize,
@@ -52,11 +51,11 @@ pub struct AdmissionArgs {
     #[arg(long, default_value_t = 3)]
     pub opt_runs: usize,
     /// MMPP counting interval
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub fit_interval: f64,
     /// requests closer than this to the previous one are one MMPP arrival event (a batch);
     /// 0s: every request is an event (SNC-Meister's fit, unsound on these traces)
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    #[arg(long, default_value = "1ms", value_parser = duration_arg)]
     pub batch_gap: f64,
     /// MMPP state size model (empirical: the batches' observed work)
     #[arg(long, value_enum, default_value_t = SizesArg::Empirical)]
@@ -95,14 +94,6 @@ impl From<ExcessArg> for tailbound_model::Excess {
             ExcessArg::BestEffort => tailbound_model::Excess::BestEffort,
         }
     }
-}
-
-fn parse_duration(s: &str) -> Result<f64, String> {
-    parse_duration_s(s).map_err(|e| e.to_string())
-}
-
-fn parse_rate(s: &str) -> Result<f64, String> {
-    parse_rate_bytes_per_s(s).map_err(|e| e.to_string())
 }
 
 pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {

@@ -18,7 +18,7 @@ use tailbound_dataplane::probe::{
     self, client, run_probe, run_sweep, size_label, Control, Hosts, IoMode, Load, ProbeResult,
     ProbeSpec, Protocol, RunOptions, Setup, SweepPlan, SweepReport, MAX_PAIRS,
 };
-use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s, parse_size_bytes};
+use tailbound_model::units::{parse_duration_s, parse_size_bytes};
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
 #[derive(Debug, Subcommand)]
@@ -98,10 +98,6 @@ fn parse_rate_per_s(s: &str) -> Result<f64, String> {
     Ok(r)
 }
 
-fn parse_link_rate(s: &str) -> Result<f64, String> {
-    parse_rate_bytes_per_s(s).map_err(|e| e.to_string())
-}
-
 /// How each exchange looks and how many there are.
 #[derive(Debug, Args)]
 pub struct ExchangeArgs {
@@ -176,7 +172,7 @@ pub struct HostArgs {
     #[arg(long, requires = "netns")]
     pub bridge: bool,
     /// shape the link with HTB at this rate in each direction (e.g. 1Gbit)
-    #[arg(long, requires = "netns", value_parser = parse_link_rate)]
+    #[arg(long, requires = "netns", value_parser = super::rate_arg)]
     pub link_rate: Option<f64>,
     /// pin the server's threads to these CPUs
     #[arg(long, value_name = "CPUS", value_delimiter = ',')]

@@ -2,7 +2,7 @@
 //! trace through the scenario's queues and check each tenant's windowed SLO percentile;
 //! `tailbound opt SCENARIO`: the largest n whose first n tenants all meet their SLOs.
 
-use super::{display_name, print_json, progress, write_svg};
+use super::{display_name, duration_arg, print_json, progress, write_svg};
 use crate::report::{LatencySummary, OptProbe, OptReport, SimReport, SimTenant, SimWindow};
 use crate::table::render;
 use crate::Outcome;
@@ -47,12 +47,8 @@ pub struct EngineArgs {
     #[arg(long)]
     pub fluid: bool,
     /// length of the SLO-check windows (the papers: 3 minutes), e.g. 180s, 3min
-    #[arg(long, default_value = "180s", value_parser = parse_window)]
+    #[arg(long, default_value = "180s", value_parser = duration_arg)]
     pub window: f64,
-}
-
-fn parse_window(s: &str) -> Result<f64, String> {
-    tailbound_model::units::parse_duration_s(s).map_err(|e| e.to_string())
 }
 
 impl EngineArgs {
