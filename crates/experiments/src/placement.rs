@@ -5,9 +5,17 @@
 //!    rotated by a random offset (the trace is treated as periodic with period span + mean
 //!    gap, so reused traces do not burst in step) and gets an SLO drawn from `slos_s` at the
 //!    SLO percentile. The first half (by time) characterizes it ([`characterize`]: exact r-b
-//!    curves at the mean rate and above); the second half is replayed. As in §5.1, only
-//!    workloads that meet their SLO alone on a server (WorkloadCompactor's LP, with the
-//!    safety margin) are kept; others are redrawn.
+//!    curves at the mean rate and above); the second half is replayed. As in §5.1 ("we only
+//!    consider workloads that can meet their SLOs when run in isolation") a workload is kept
+//!    only if it meets its SLO alone on a server: WorkloadCompactor's LP finds limits for it
+//!    (with the safety margin) and its second half, replayed alone without limits, meets the
+//!    SLO; others are redrawn. The pool is a property of the workloads, the same whichever
+//!    policies are compared.
+//!
+//!    A baseline rule may still pick limits under which a kept workload misses its SLO even
+//!    alone (avg-rate's b at 1.5× the mean can exceed the SLO by itself): such a workload
+//!    gets a server of its own without limits, where it meets its SLO by the pool's test;
+//!    it counts in the policy's servers and in `dedicated`.
 //! 2. **Placement.** Every policy places the same workloads in the same order
 //!    ([`tailbound_placement::Placer`]); with `events` = arrivals and departures, after each
 //!    arrival past the first tenth a random live workload departs with probability ½, and the
@@ -22,6 +30,7 @@
 //!
 //! Traces are read by the caller; this module does no I/O.
 
+use crate::admission::Violator;
 use crate::par_map;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -32,8 +41,8 @@ use std::time::Instant;
 use tailbound_curves::{NetworkCost, StorageProfile};
 use tailbound_model::{Flow, Network, Queue, Request, Slo, SloError, TenantSpec};
 use tailbound_placement::{
-    characterize, server_name, Arrival, Assignment, LpStage, PlacementConfig, PlacementError,
-    Placer, Policy, ServerSpec, Workload, WorkloadId,
+    characterize, server_name, Arrival, Assignment, Bucket, LpStage, PlacementConfig,
+    PlacementError, Placer, Policy, ServerSpec, StageLimit, Workload, WorkloadId,
 };
 use tailbound_sim::{
     simulate, Excess, FlowWork, Service, SimConfig, SimError, StageShaping, TenantWorkload,
@@ -136,10 +145,19 @@ pub struct PolicyResult {
     pub placed: usize,
     /// workloads the policy could not place anywhere
     pub rejected: usize,
+    /// workloads whose limits under this policy miss their SLO even alone on a server: each
+    /// gets a server of its own without rate limits, where it meets its SLO (it was sampled
+    /// only if it does, §5.1); included in `servers` (at the end, or at the peak)
+    #[serde(default)]
+    pub dedicated: usize,
     /// LPs solved
     pub lp_solves: u64,
     /// the largest replayed windowed SLO percentile / SLO over placed workloads [1]
     pub worst_latency_ratio: Option<f64>,
+    /// the placed workloads that missed their SLO in replay, with their server's replay
+    /// without rate limits
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violators: Vec<Violator>,
     /// cumulative placement time and servers in use after every `step` arrivals
     pub timeline: Vec<TimelinePoint>,
 }
@@ -177,7 +195,7 @@ pub struct Setting {
     pub server: ServerSpec,
     pub max_segments: Option<usize>,
     pub traces: usize,
-    /// workloads redrawn because they did not fit alone
+    /// workloads redrawn because they cannot meet their SLO in isolation
     pub redrawn: usize,
 }
 
@@ -214,32 +232,39 @@ pub fn rotate(requests: &[Request], offset_ns: u64) -> (Vec<Request>, u64) {
     (out, period)
 }
 
-/// Whether `w` fits alone on a server under every policy of the experiment (§5.1 keeps only
-/// workloads that meet their SLO in isolation; requiring it of every policy keeps the
-/// comparison on the same workloads: no policy saves servers by refusing workloads).
-fn fits_alone_everywhere(
-    w: &Workload,
+/// Whether a sampled workload can meet its SLO in isolation (§5.1: "we only consider
+/// workloads that can meet their SLOs when run in isolation"), a property of the workload, not
+/// of a policy: WorkloadCompactor's LP finds limits that meet it alone on an empty server
+/// (with the safety margin), and its held-out half replayed alone on an empty server without
+/// rate limits meets it. The second test keeps out workloads whose replayed half no policy
+/// could serve in time (a burst the characterized half never showed).
+fn meets_slo_in_isolation(
+    s: &Sampled,
     cfg: &PlacementExperimentConfig,
 ) -> Result<bool, PlacementExperimentError> {
-    let mut policies = cfg.policies.clone();
-    if !policies.contains(&Policy::CompactorFff) && !policies.contains(&Policy::Compactor) {
-        policies.push(Policy::CompactorFff);
+    let mut placer = Placer::new(PlacementConfig {
+        policy: Policy::CompactorFff,
+        server: cfg.server,
+        safety_margin: cfg.safety_margin,
+        max_servers: Some(1),
+    })?;
+    let (_, outcome) = placer.arrive(s.workload.clone())?;
+    if !matches!(outcome, Arrival::Placed { .. }) {
+        return Ok(false);
     }
-    // both compactor policies answer alike for one workload
-    policies.retain(|&p| p != Policy::Compactor || !cfg.policies.contains(&Policy::CompactorFff));
-    for policy in policies {
-        let mut placer = Placer::new(PlacementConfig {
-            policy,
-            server: cfg.server,
-            safety_margin: cfg.safety_margin,
-            max_servers: Some(1),
-        })?;
-        let (_, outcome) = placer.arrive(w.clone())?;
-        if !matches!(outcome, Arrival::Placed { .. }) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    let unshaped = StageLimit {
+        rate: 0.0,
+        burst: 0.0,
+    };
+    let alone = Assignment {
+        id: WorkloadId(0),
+        name: s.workload.name.clone(),
+        server: 0,
+        priority: 0,
+        limits: [unshaped; 4],
+        buckets: [Bucket { r: 0.0, b: 0.0 }; 4],
+    };
+    Ok(replay_server(0, &[(&alone, s)], cfg)?.violations == 0)
 }
 
 /// Draws and characterizes the workloads (see the module docs). `progress` is called once
@@ -283,44 +308,48 @@ pub fn sample_workloads(
                 (kept.len() + redrawn + i, t, offset, slo)
             })
             .collect();
-        let results = par_map(&draws, cfg.threads, |&(_, t, offset, slo)| {
-            let (rotated, period) = rotate(&traces[t].requests, offset);
-            let half = period / 2;
-            let split = rotated.partition_point(|r| r.arrival_ns < half);
-            let first = &rotated[..split];
-            let replay: Vec<Request> = rotated[split..]
-                .iter()
-                .map(|r| Request {
-                    arrival_ns: r.arrival_ns - half,
-                    ..*r
-                })
-                .collect();
-            let curves = characterize(&traces[t].name, first, &cfg.profile, cfg.max_segments);
-            (curves, replay, t, offset, slo)
-        });
-        for (curves, replay, t, offset, slo) in results {
-            let curves = match curves {
-                Ok(c) if !replay.is_empty() => c,
-                _ => {
-                    redrawn += 1;
-                    continue;
-                }
-            };
-            let workload = Workload {
-                name: format!("w{:04}", kept.len()),
-                slo: Slo::new(slo, cfg.percentile)?,
-                curves,
-            };
-            if kept.len() >= cfg.workloads || !fits_alone_everywhere(&workload, cfg)? {
+        let results = par_map(
+            &draws,
+            cfg.threads,
+            |&(_, t, offset, slo)| -> Result<Option<Sampled>, PlacementExperimentError> {
+                let (rotated, period) = rotate(&traces[t].requests, offset);
+                let half = period / 2;
+                let split = rotated.partition_point(|r| r.arrival_ns < half);
+                let first = &rotated[..split];
+                let replay: Vec<Request> = rotated[split..]
+                    .iter()
+                    .map(|r| Request {
+                        arrival_ns: r.arrival_ns - half,
+                        ..*r
+                    })
+                    .collect();
+                let curves = characterize(&traces[t].name, first, &cfg.profile, cfg.max_segments);
+                let sampled = match curves {
+                    Ok(curves) if !replay.is_empty() => Sampled {
+                        workload: Workload {
+                            name: format!("{}@{offset}", traces[t].name),
+                            slo: Slo::new(slo, cfg.percentile)?,
+                            curves,
+                        },
+                        trace: traces[t].name.clone(),
+                        offset_s: offset as f64 * 1e-9,
+                        replay,
+                    },
+                    _ => return Ok(None),
+                };
+                Ok(meets_slo_in_isolation(&sampled, cfg)?.then_some(sampled))
+            },
+        );
+        for result in results {
+            let Some(mut sampled) = result? else {
                 redrawn += 1;
                 continue;
+            };
+            if kept.len() >= cfg.workloads {
+                continue;
             }
-            kept.push(Sampled {
-                workload,
-                trace: traces[t].name.clone(),
-                offset_s: offset as f64 * 1e-9,
-                replay,
-            });
+            sampled.workload.name = format!("w{:04}", kept.len());
+            kept.push(sampled);
             progress();
         }
     }
@@ -362,29 +391,42 @@ pub fn place(
     let mut ids: Vec<Option<WorkloadId>> = vec![None; sampled.len()];
     let mut seconds = 0.0;
     let mut rejected = 0;
+    // workloads on a server of their own (see `PolicyResult::dedicated`): ever, and now
+    let (mut dedicated, mut dedicated_live, mut peak) = (0, 0, 0);
+    let mut alone = vec![false; sampled.len()];
     for (arrive, i) in events {
         let start = Instant::now();
         if arrive {
             let (id, outcome) = placer.arrive(sampled[i].workload.clone())?;
             ids[i] = Some(id);
-            if !matches!(outcome, Arrival::Placed { .. }) {
-                rejected += 1;
+            match outcome {
+                Arrival::Placed { .. } => {}
+                Arrival::FitsNowhere if policy.is_baseline() => {
+                    alone[i] = true;
+                    dedicated += 1;
+                    dedicated_live += 1;
+                }
+                _ => rejected += 1,
             }
+        } else if alone[i] {
+            alone[i] = false;
+            dedicated_live -= 1;
         } else if let Some(id) = ids[i] {
             placer.depart(id)?;
         }
         seconds += start.elapsed().as_secs_f64();
+        peak = peak.max(placer.servers_in_use() + dedicated_live);
         if arrive && ((i + 1) % step == 0 || i + 1 == sampled.len()) {
             timeline.push(TimelinePoint {
                 workloads: i + 1,
                 seconds,
-                servers: placer.servers_in_use(),
+                servers: placer.servers_in_use() + dedicated_live,
             });
         }
     }
     let servers = match cfg.events {
-        Events::Arrivals => placer.servers_in_use(),
-        Events::ArrivalsDepartures => placer.peak_servers(),
+        Events::Arrivals => placer.servers_in_use() + dedicated_live,
+        Events::ArrivalsDepartures => peak,
     };
     let placed = placer.assignments().len();
     let result = PolicyResult {
@@ -393,8 +435,10 @@ pub fn place(
         violations: None,
         placed,
         rejected,
+        dedicated,
         lp_solves: placer.lp_solves(),
         worst_latency_ratio: None,
+        violators: Vec::new(),
         timeline,
     };
     Ok((placer, result))
@@ -464,13 +508,22 @@ fn server_network(
     Ok(net)
 }
 
-/// Replays every placed workload's second half, server by server. Returns (violations,
-/// worst windowed SLO percentile / SLO).
+/// What the replay of the placed workloads found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplayOutcome {
+    pub violations: usize,
+    /// the worst windowed SLO percentile / SLO over the placed workloads [1]
+    pub worst_ratio: f64,
+    pub violators: Vec<Violator>,
+}
+
+/// Replays every placed workload's second half, server by server; a server with a violator
+/// is replayed once more without rate limits (the violator's `unshaped_worst_s`).
 pub fn replay(
     placer: &Placer,
     sampled: &[Sampled],
     cfg: &PlacementExperimentConfig,
-) -> Result<(usize, f64), PlacementExperimentError> {
+) -> Result<ReplayOutcome, PlacementExperimentError> {
     let assignments = placer.assignments();
     let by_name: BTreeMap<&str, &Sampled> = sampled
         .iter()
@@ -484,71 +537,115 @@ pub fn replay(
         servers.entry(a.server).or_default().push((a, s));
     }
     let servers: Vec<(usize, Vec<(&Assignment, &Sampled)>)> = servers.into_iter().collect();
-    let request_cost = NetworkCost::REQUEST_DIRECTION;
-    let response_cost = NetworkCost::RESPONSE_DIRECTION;
-    let results = par_map(
-        &servers,
-        cfg.threads,
-        |(k, members)| -> Result<(usize, f64), PlacementExperimentError> {
-            let net = server_network(*k, members, &cfg.server, cfg.percentile)?;
-            let workloads: Vec<TenantWorkload<'_>> = members
-                .iter()
-                .map(|(_, s)| TenantWorkload {
-                    requests: &s.replay,
-                    flows: vec![
-                        FlowWork::link(&request_cost),
-                        FlowWork::device(&cfg.profile),
-                        FlowWork::link(&response_cost),
-                    ],
-                })
-                .collect();
-            let mut shapers = Vec::with_capacity(net.flows.len());
-            for (a, _) in members {
-                for stage in [LpStage::NetIn, LpStage::Storage, LpStage::NetOut] {
-                    let l = a.limits[stage.index()];
-                    shapers.push(if l.rate > 0.0 {
-                        vec![StageShaping {
-                            rate: l.rate,
-                            burst: l.burst,
-                        }]
-                    } else {
-                        Vec::new()
-                    });
-                }
-            }
-            let sim = simulate(
-                &net,
-                &workloads,
-                &SimConfig {
-                    service: cfg.service,
-                    priorities: None,
-                    shapers,
-                    window_s: 180.0,
-                    excess: cfg.excess,
-                },
-            )?;
-            let mut violations = 0;
-            let mut worst: f64 = 0.0;
-            for (t, r) in sim.tenants.iter().enumerate() {
-                if !r.meets_slo {
-                    violations += 1;
-                }
-                let slo = net.tenants[t].slo.latency_s;
-                for w in &r.windows {
-                    worst = worst.max(w.slo_percentile_s / slo);
-                }
-            }
-            Ok((violations, worst))
-        },
-    );
-    let mut total = 0;
-    let mut worst: f64 = 0.0;
+    let results = par_map(&servers, cfg.threads, |(k, members)| {
+        replay_server(*k, members, cfg)
+    });
+    let mut out = ReplayOutcome::default();
     for r in results {
-        let (v, w) = r?;
-        total += v;
-        worst = worst.max(w);
+        let r = r?;
+        out.violations += r.violations;
+        out.worst_ratio = out.worst_ratio.max(r.worst_ratio);
+        out.violators.extend(r.violators);
     }
-    Ok((total, worst))
+    Ok(out)
+}
+
+/// Replays one server's workloads with their limits (and, if one misses its SLO, without).
+fn replay_server(
+    k: usize,
+    members: &[(&Assignment, &Sampled)],
+    cfg: &PlacementExperimentConfig,
+) -> Result<ReplayOutcome, PlacementExperimentError> {
+    let net = server_network(k, members, &cfg.server, cfg.percentile)?;
+    let (request_cost, response_cost) = (
+        NetworkCost::REQUEST_DIRECTION,
+        NetworkCost::RESPONSE_DIRECTION,
+    );
+    let workloads: Vec<TenantWorkload<'_>> = members
+        .iter()
+        .map(|(_, s)| TenantWorkload {
+            requests: &s.replay,
+            flows: vec![
+                FlowWork::link(&request_cost),
+                FlowWork::device(&cfg.profile),
+                FlowWork::link(&response_cost),
+            ],
+        })
+        .collect();
+    let mut shapers = Vec::with_capacity(net.flows.len());
+    for (a, _) in members {
+        for stage in [LpStage::NetIn, LpStage::Storage, LpStage::NetOut] {
+            let l = a.limits[stage.index()];
+            shapers.push(if l.rate > 0.0 {
+                vec![StageShaping {
+                    rate: l.rate,
+                    burst: l.burst,
+                }]
+            } else {
+                Vec::new()
+            });
+        }
+    }
+    let run = |shapers: Vec<Vec<StageShaping>>| {
+        simulate(
+            &net,
+            &workloads,
+            &SimConfig {
+                service: cfg.service,
+                priorities: None,
+                shapers,
+                window_s: 180.0,
+                excess: cfg.excess,
+            },
+        )
+    };
+    let worst_window = |r: &tailbound_sim::TenantResult| {
+        r.windows
+            .iter()
+            .map(|w| w.slo_percentile_s)
+            .fold(r.slo_percentile_s, f64::max)
+    };
+    let sim = run(shapers)?;
+    let mut out = ReplayOutcome::default();
+    for (t, r) in sim.tenants.iter().enumerate() {
+        let slo = net.tenants[t].slo.latency_s;
+        out.worst_ratio = out.worst_ratio.max(worst_window(r) / slo);
+        if !r.meets_slo {
+            out.violators.push(Violator {
+                name: format!("{} ({}, server {k})", r.name, members[t].1.trace),
+                worst_s: worst_window(r),
+                slo_s: slo,
+                unshaped_worst_s: f64::NAN,
+            });
+        }
+    }
+    out.violations = out.violators.len();
+    if out.violations > 0 {
+        for (t, ((a, s), r)) in members.iter().zip(&sim.tenants).enumerate() {
+            tracing::info!(
+                server = k,
+                workload = %a.name,
+                trace = %s.trace,
+                slo_s = net.tenants[t].slo.latency_s,
+                priority = a.priority,
+                limits = ?a.limits.map(|l| (l.rate, l.burst)),
+                worst_s = worst_window(r),
+                p999_s = r.p999_s,
+                "member of a server with a violation"
+            );
+        }
+        let free = run(vec![Vec::new(); net.flows.len()])?;
+        for v in &mut out.violators {
+            if let Some(r) = free
+                .tenants
+                .iter()
+                .find(|r| v.name.starts_with(&format!("{} (", r.name)))
+            {
+                v.unshaped_worst_s = worst_window(r);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Runs the whole experiment on already-read `traces`. `progress(stage, done)` reports
@@ -568,9 +665,10 @@ pub fn run(
     for &policy in &cfg.policies {
         let (placer, mut result) = place(&sampled, cfg, policy)?;
         if cfg.replay {
-            let (v, worst) = replay(&placer, &sampled, cfg)?;
-            result.violations = Some(v);
-            result.worst_latency_ratio = Some(worst);
+            let r = replay(&placer, &sampled, cfg)?;
+            result.violations = Some(r.violations);
+            result.worst_latency_ratio = Some(r.worst_ratio);
+            result.violators = r.violators;
         }
         tracing::info!(policy = %policy, servers = result.servers, seconds = result.seconds, "placed");
         policies.insert(policy.to_string(), result);

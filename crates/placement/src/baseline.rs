@@ -13,10 +13,17 @@
 //!   the stage's capacity [1] and b the time the stage needs to serve the burst at full
 //!   capacity [s] (the paper's normalisation: both divided by the stage's bandwidth). On a
 //!   convex curve that is the vertex where the slope crosses −1 s.
-//! * **effective bandwidth** (§4.1.2): b = 0 and r the least rate whose shaper delay stays
-//!   within the delay target (`tailbound_curves::effbw`). The workload crosses three shapers
-//!   (net-in, storage, net-out), so each gets a third of the SLO budget; the latency check
-//!   adds the shapers' actual delays b(r)/r to the queueing bound (which is 0 with b = 0).
+//! * **effective bandwidth** (§4.1.2): r the least rate whose shaper delay stays within the
+//!   delay target when the shaper lets no burst through (`tailbound_curves::effbw`), and b the
+//!   curve's least burst: the work that arrives at one instant, at least the largest request.
+//!   A bucket of b = 0 cannot pass a request at all, and one that passes whole requests lets
+//!   up to the largest through at once (`shaping::TokenBucket`): the queues must count it, or
+//!   the check promises latencies the requests cannot have. The workload crosses three
+//!   shapers (net-in, storage, net-out); the latency
+//!   check adds the shapers' delays b(r)/r (computed for b = 0: an upper bound) to the
+//!   queueing bound. The shapers take half the budget (a sixth each), the queues the other
+//!   half, as Silo++ does in admission: with the whole budget in the shapers no other
+//!   workload's burst could share a server.
 //!
 //! The client NIC sees the responses, shaped at net-out: it takes net-out's bucket (the same
 //! curve gives the same point for the first two rules).
@@ -39,7 +46,8 @@ pub enum BaselineRule {
     AvgRate { k: f64 },
     /// the vertex of the normalised r-b curve minimising r + b
     Knee,
-    /// b = 0, r = the effective bandwidth for a third of the SLO budget per shaper
+    /// r = the effective bandwidth for a sixth of the SLO budget per shaper, b = the least
+    /// burst (one instant's work)
     EffectiveBandwidth,
 }
 
@@ -74,7 +82,8 @@ impl BaselineRule {
                     Bucket { r, b }
                 }
                 BaselineRule::EffectiveBandwidth => {
-                    let d = budget_s / 3.0;
+                    // the shapers take half the budget, the queues the other half
+                    let d = budget_s / 6.0;
                     if d.is_nan() || d <= 0.0 {
                         return None;
                     }
@@ -89,7 +98,10 @@ impl BaselineRule {
                     if r > 0.0 {
                         shaper_delay_s += c.burst_at(r)? / r;
                     }
-                    Bucket { r, b: 0.0 }
+                    Bucket {
+                        r,
+                        b: c.min_burst(),
+                    }
                 }
             };
             if !(bucket.r.is_finite() && bucket.b.is_finite()) || bucket.r > 1.0 - CAPACITY_SLACK {
@@ -198,18 +210,19 @@ mod tests {
     fn knee_and_effective_bandwidth() {
         let f = BaselineRule::Knee.limits(&curves(), 1.0).unwrap();
         assert_eq!((f.buckets[1].r, f.buckets[1].b), (0.2, 0.2));
-        // budget 0.6: 0.2 s per shaper; b(r) ≤ 0.2 r crosses on the segment from (0.2, 0.2)
+        // budget 1.2: half of it, 0.2 s per shaper; b(r) ≤ 0.2 r crosses on the segment from (0.2, 0.2)
         // to (0.5, 0.05): 0.2 − 0.5 (r − 0.2) = 0.2 r → r = 0.3 / 0.7
         let f = BaselineRule::EffectiveBandwidth
-            .limits(&curves(), 0.6)
+            .limits(&curves(), 1.2)
             .unwrap();
         assert!(
             (f.buckets[0].r - 0.3 / 0.7).abs() < 1e-12,
             "{:?}",
             f.buckets[0]
         );
-        assert!(f.buckets.iter().all(|b| b.b == 0.0));
-        // each shaper delays by exactly its third of the budget
+        // b is the curve's least burst (0.05), which the queues then count
+        assert!(f.buckets.iter().all(|b| b.b == 0.05), "{:?}", f.buckets);
+        // each shaper delays by exactly its sixth of the budget
         assert!(
             (f.shaper_delay_s - 0.6).abs() < 1e-12,
             "{}",

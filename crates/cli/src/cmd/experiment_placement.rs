@@ -159,6 +159,21 @@ pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
                 exp.summary.best_baseline.as_deref().unwrap_or("-")
             );
         }
+        println!(
+            "alone: workloads whose limits under the policy miss their SLO even alone; each \
+             has a server of its own without limits (counted in servers)"
+        );
+        for (name, r) in &exp.policies {
+            for v in &r.violators {
+                println!(
+                    "violation under {name}: {} worst window {:.1} ms, SLO {:.1} ms, unshaped {:.1} ms",
+                    v.name,
+                    v.worst_s * 1e3,
+                    v.slo_s * 1e3,
+                    v.unshaped_worst_s * 1e3
+                );
+            }
+        }
     }
     Ok(Outcome::Ok)
 }
@@ -168,6 +183,7 @@ fn table(exp: &PlacementExperiment) -> String {
         "policy",
         "servers",
         "placed",
+        "alone",
         "rejected",
         "seconds",
         "LPs",
@@ -182,6 +198,7 @@ fn table(exp: &PlacementExperiment) -> String {
                 name.clone(),
                 r.servers.to_string(),
                 r.placed.to_string(),
+                r.dedicated.to_string(),
                 r.rejected.to_string(),
                 format!("{:.3}", r.seconds),
                 r.lp_solves.to_string(),

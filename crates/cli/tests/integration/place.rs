@@ -135,6 +135,10 @@ fn placement_experiment_compares_policies_and_replays() {
             .violations
             .unwrap_or_else(|| panic!("{name} was not replayed"));
         assert!(v <= r.placed, "{name}: {r:?}");
+        assert_eq!(v, r.violators.len(), "{name}: {r:?}");
+        // every workload is placed, or (a baseline) on a server of its own, or rejected
+        assert_eq!(r.placed + r.dedicated + r.rejected, 12, "{name}: {r:?}");
+        assert!(r.servers >= r.dedicated, "{name}: {r:?}");
         assert!(
             r.worst_latency_ratio
                 .is_some_and(|w| w.is_finite() && w > 0.0),
@@ -145,4 +149,40 @@ fn placement_experiment_compares_policies_and_replays() {
     assert!((ratio - knee.servers as f64 / c.servers as f64).abs() < 1e-12);
     let text = std::fs::read_to_string(svg.path()).unwrap();
     assert!(text.contains("<svg") && text.contains("fast-first-fit"));
+}
+
+#[test]
+fn placement_pool_does_not_depend_on_the_policies_compared() {
+    // the workloads are those that meet their SLO in isolation (§5.1), whoever is compared:
+    // compactor-fff sees the same workloads and places them alike with or without baselines
+    let dir = tailbound_testdata::production_dir();
+    let run = |policies: &str| -> PlacementExperiment {
+        json(&[
+            "experiment",
+            "placement",
+            "--traces",
+            dir.to_str().unwrap(),
+            "--workloads",
+            "40",
+            "--seed",
+            "5",
+            "--policies",
+            policies,
+            "--no-replay",
+            "--json",
+        ])
+    };
+    let alone = run("compactor-fff");
+    let with = run("compactor-fff,avg-rate:1.5,effective-bw");
+    assert_eq!(alone.setting.redrawn, with.setting.redrawn);
+    let (a, w) = (
+        &alone.policies["compactor-fff"],
+        &with.policies["compactor-fff"],
+    );
+    assert_eq!((a.servers, a.placed), (w.servers, w.placed));
+    assert_eq!(a.placed, 40);
+    // a rule that cannot meet a workload's SLO even alone gives it a server of its own
+    let avg = &with.policies["avg-rate:1.5"];
+    assert_eq!(avg.placed + avg.dedicated, 40, "{avg:?}");
+    assert!(avg.servers >= avg.dedicated);
 }
