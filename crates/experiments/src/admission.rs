@@ -426,12 +426,6 @@ fn one_run(
         let decisions = engine.decisions();
         let plan = Plan::from_decisions(&scenario, &decisions)?;
         let result = replay.run(&plan, service, cfg.window_s)?;
-        let worst = |t: &tailbound_sim::TenantResult| {
-            t.windows
-                .iter()
-                .map(|w| w.slo_percentile_s)
-                .fold(0.0, f64::max)
-        };
         let mut violators: Vec<Violator> = result
             .tenants
             .iter()
@@ -439,7 +433,7 @@ fn one_run(
             .filter(|(t, _)| !t.meets_slo)
             .map(|(t, &ti)| Violator {
                 name: t.name.clone(),
-                worst_s: worst(t),
+                worst_s: t.worst_window_s(),
                 slo_s: scenario.network.tenants[ti].slo.latency_s,
                 unshaped_worst_s: f64::NAN,
             })
@@ -452,7 +446,7 @@ fn one_run(
             let free = replay.run(&unshaped, service, cfg.window_s)?;
             for v in &mut violators {
                 if let Some(t) = free.tenants.iter().find(|t| t.name == v.name) {
-                    v.unshaped_worst_s = worst(t);
+                    v.unshaped_worst_s = t.worst_window_s();
                 }
             }
         }

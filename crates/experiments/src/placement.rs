@@ -45,7 +45,8 @@ use tailbound_placement::{
     PlacementError, Placer, Policy, ServerSpec, StageLimit, Workload, WorkloadId,
 };
 use tailbound_sim::{
-    simulate, Excess, FlowWork, Service, SimConfig, SimError, StageShaping, TenantWorkload,
+    simulate, Excess, FlowWork, Service, SimConfig, SimError, SimResult, StageShaping,
+    TenantWorkload,
 };
 use tailbound_trace::Trace;
 
@@ -264,7 +265,8 @@ fn meets_slo_in_isolation(
         limits: [unshaped; 4],
         buckets: [Bucket { r: 0.0, b: 0.0 }; 4],
     };
-    Ok(replay_server(0, &[(&alone, s)], cfg)?.violations == 0)
+    let (_, sim) = simulate_server(0, &[(&alone, s)], cfg, false)?;
+    Ok(sim.tenants.iter().all(|t| t.meets_slo))
 }
 
 /// Draws and characterizes the workloads (see the module docs). `progress` is called once
@@ -511,9 +513,9 @@ fn server_network(
 /// What the replay of the placed workloads found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ReplayOutcome {
-    pub violations: usize,
     /// the worst windowed SLO percentile / SLO over the placed workloads [1]
     pub worst_ratio: f64,
+    /// the placed workloads that missed their SLO
     pub violators: Vec<Violator>,
 }
 
@@ -543,19 +545,20 @@ pub fn replay(
     let mut out = ReplayOutcome::default();
     for r in results {
         let r = r?;
-        out.violations += r.violations;
         out.worst_ratio = out.worst_ratio.max(r.worst_ratio);
         out.violators.extend(r.violators);
     }
     Ok(out)
 }
 
-/// Replays one server's workloads with their limits (and, if one misses its SLO, without).
-fn replay_server(
+/// Simulates one server's workloads replaying their second halves, `shaped` by their limits
+/// or without any. Returns the server's network and the result (tenants in member order).
+fn simulate_server(
     k: usize,
     members: &[(&Assignment, &Sampled)],
     cfg: &PlacementExperimentConfig,
-) -> Result<ReplayOutcome, PlacementExperimentError> {
+    shaped: bool,
+) -> Result<(Network, SimResult), PlacementExperimentError> {
     let net = server_network(k, members, &cfg.server, cfg.percentile)?;
     let (request_cost, response_cost) = (
         NetworkCost::REQUEST_DIRECTION,
@@ -576,7 +579,7 @@ fn replay_server(
     for (a, _) in members {
         for stage in [LpStage::NetIn, LpStage::Storage, LpStage::NetOut] {
             let l = a.limits[stage.index()];
-            shapers.push(if l.rate > 0.0 {
+            shapers.push(if shaped && l.rate > 0.0 {
                 vec![StageShaping {
                     rate: l.rate,
                     burst: l.burst,
@@ -586,65 +589,62 @@ fn replay_server(
             });
         }
     }
-    let run = |shapers: Vec<Vec<StageShaping>>| {
-        simulate(
-            &net,
-            &workloads,
-            &SimConfig {
-                service: cfg.service,
-                priorities: None,
-                shapers,
-                window_s: 180.0,
-                excess: cfg.excess,
-            },
-        )
-    };
-    let worst_window = |r: &tailbound_sim::TenantResult| {
-        r.windows
-            .iter()
-            .map(|w| w.slo_percentile_s)
-            .fold(r.slo_percentile_s, f64::max)
-    };
-    let sim = run(shapers)?;
+    let sim = simulate(
+        &net,
+        &workloads,
+        &SimConfig {
+            service: cfg.service,
+            priorities: None,
+            shapers,
+            window_s: 180.0,
+            excess: cfg.excess,
+        },
+    )?;
+    Ok((net, sim))
+}
+
+/// Replays one server's workloads with their limits (and, if one misses its SLO, without).
+fn replay_server(
+    k: usize,
+    members: &[(&Assignment, &Sampled)],
+    cfg: &PlacementExperimentConfig,
+) -> Result<ReplayOutcome, PlacementExperimentError> {
+    let (net, sim) = simulate_server(k, members, cfg, true)?;
     let mut out = ReplayOutcome::default();
+    let mut missed = Vec::new();
     for (t, r) in sim.tenants.iter().enumerate() {
         let slo = net.tenants[t].slo.latency_s;
-        out.worst_ratio = out.worst_ratio.max(worst_window(r) / slo);
+        out.worst_ratio = out.worst_ratio.max(r.worst_window_s() / slo);
         if !r.meets_slo {
-            out.violators.push(Violator {
-                name: format!("{} ({}, server {k})", r.name, members[t].1.trace),
-                worst_s: worst_window(r),
-                slo_s: slo,
-                unshaped_worst_s: f64::NAN,
-            });
+            missed.push(t);
         }
     }
-    out.violations = out.violators.len();
-    if out.violations > 0 {
-        for (t, ((a, s), r)) in members.iter().zip(&sim.tenants).enumerate() {
-            tracing::info!(
-                server = k,
-                workload = %a.name,
-                trace = %s.trace,
-                slo_s = net.tenants[t].slo.latency_s,
-                priority = a.priority,
-                limits = ?a.limits.map(|l| (l.rate, l.burst)),
-                worst_s = worst_window(r),
-                p999_s = r.p999_s,
-                "member of a server with a violation"
-            );
-        }
-        let free = run(vec![Vec::new(); net.flows.len()])?;
-        for v in &mut out.violators {
-            if let Some(r) = free
-                .tenants
-                .iter()
-                .find(|r| v.name.starts_with(&format!("{} (", r.name)))
-            {
-                v.unshaped_worst_s = worst_window(r);
-            }
-        }
+    if missed.is_empty() {
+        return Ok(out);
     }
+    for (t, ((a, s), r)) in members.iter().zip(&sim.tenants).enumerate() {
+        tracing::info!(
+            server = k,
+            workload = %a.name,
+            trace = %s.trace,
+            slo_s = net.tenants[t].slo.latency_s,
+            priority = a.priority,
+            limits = ?a.limits.map(|l| (l.rate, l.burst)),
+            worst_s = r.worst_window_s(),
+            p999_s = r.p999_s,
+            "member of a server with a violation"
+        );
+    }
+    let (_, free) = simulate_server(k, members, cfg, false)?;
+    out.violators = missed
+        .into_iter()
+        .map(|t| Violator {
+            name: format!("{} ({}, server {k})", members[t].0.name, members[t].1.trace),
+            worst_s: sim.tenants[t].worst_window_s(),
+            slo_s: net.tenants[t].slo.latency_s,
+            unshaped_worst_s: free.tenants[t].worst_window_s(),
+        })
+        .collect();
     Ok(out)
 }
 
@@ -666,7 +666,7 @@ pub fn run(
         let (placer, mut result) = place(&sampled, cfg, policy)?;
         if cfg.replay {
             let r = replay(&placer, &sampled, cfg)?;
-            result.violations = Some(r.violations);
+            result.violations = Some(r.violators.len());
             result.worst_latency_ratio = Some(r.worst_ratio);
             result.violators = r.violators;
         }

@@ -56,6 +56,17 @@ pub struct TenantResult {
     pub meets_slo: bool,
 }
 
+impl TenantResult {
+    /// The largest windowed SLO percentile [s] (0 without requests): what `meets_slo`
+    /// compares with the SLO latency.
+    pub fn worst_window_s(&self) -> f64 {
+        self.windows
+            .iter()
+            .map(|w| w.slo_percentile_s)
+            .fold(0.0, f64::max)
+    }
+}
+
 fn pct(sorted: &[u64], p: f64) -> f64 {
     let eps = (100.0 - p) / 100.0;
     nearest_rank(sorted, eps).map_or(0.0, ns_to_s)
