@@ -230,27 +230,6 @@ fn characterize(
     })
 }
 
-/// Rotates requests by `offset_ns` within their span: those after the cut come first.
-fn rotate(requests: &[Request], offset_ns: u64) -> Vec<Request> {
-    let (Some(first), Some(last)) = (requests.first(), requests.last()) else {
-        return Vec::new();
-    };
-    let span = last.arrival_ns - first.arrival_ns + 1;
-    let offset = offset_ns % span;
-    let cut = first.arrival_ns + span - offset;
-    let split = requests.partition_point(|r| r.arrival_ns < cut);
-    let mut out = Vec::with_capacity(requests.len());
-    out.extend(requests[split..].iter().map(|r| Request {
-        arrival_ns: r.arrival_ns - cut + first.arrival_ns,
-        ..*r
-    }));
-    out.extend(requests[..split].iter().map(|r| Request {
-        arrival_ns: r.arrival_ns + offset,
-        ..*r
-    }));
-    out
-}
-
 /// One run's tenants: a scenario (network + sources) and their replayed requests.
 fn build_run(
     cfg: &AdmissionConfig,
@@ -329,7 +308,7 @@ fn build_run(
             client: hosts[client].clone(),
             server: hosts[server].clone(),
         }));
-        requests.push(rotate(&tr.replay, offset_ns));
+        requests.push(tailbound_trace::rotate(&tr.replay, offset_ns));
     }
     let scenario = Scenario {
         network: net,
@@ -540,38 +519,5 @@ fn summarize(runs: &[RunResult]) -> Summary {
         ratio: ratio(|p| p.admitted),
         bytes_ratio: ratio(|p| p.bytes),
         policies,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rotation_keeps_requests_sorted_and_within_the_span() {
-        let reqs: Vec<Request> = [10u64, 20, 35, 50]
-            .iter()
-            .map(|&t| Request {
-                arrival_ns: t,
-                size_bytes: t,
-                op: tailbound_model::Op::Get,
-            })
-            .collect();
-        for offset in [0u64, 1, 7, 15, 40, 41, 1000] {
-            let r = rotate(&reqs, offset);
-            assert_eq!(r.len(), 4);
-            assert!(
-                r.windows(2).all(|w| w[0].arrival_ns <= w[1].arrival_ns),
-                "{offset}: {r:?}"
-            );
-            assert!(
-                r.iter().all(|q| (10..=50).contains(&q.arrival_ns)),
-                "{offset}: {r:?}"
-            );
-            let mut sizes: Vec<u64> = r.iter().map(|q| q.size_bytes).collect();
-            sizes.sort_unstable();
-            assert_eq!(sizes, [10, 20, 35, 50]);
-        }
-        assert_eq!(rotate(&reqs, 0), reqs);
     }
 }

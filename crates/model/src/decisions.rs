@@ -37,11 +37,14 @@ pub enum Excess {
     /// it waits, FIFO, until every bucket allows it (a strict rate limiter)
     #[default]
     Wait,
-    /// it goes on at once at a best-effort level below every tenant's, without taking
-    /// tokens; conforming requests keep the tenant's level (HTB borrowing above the
-    /// guaranteed rate, or DSCP demotion of out-of-profile traffic). The guarantees of
-    /// every tenant rest on conforming traffic only, so they hold; the excess gets what is
-    /// left
+    /// it goes on at once at a best-effort level below every tenant's, and keeps its place
+    /// in the shaper's FIFO: when the tokens for it come it is charged and what is left of
+    /// it moves up to the tenant's level (HTB: a class over its rate borrows spare capacity,
+    /// and its queue is served at its own priority again once it is back within its rate).
+    /// Excess that finishes at best effort first takes no tokens. Traffic at a tenant's
+    /// level never exceeds what its buckets let through, so every tenant's guarantees hold;
+    /// the excess gets what is left, and reaches its tenant's level no later than a strict
+    /// limiter would have let it through
     BestEffort,
 }
 

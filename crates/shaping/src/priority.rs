@@ -84,6 +84,33 @@ impl<T> PriorityQueue<T> {
             .find_map(|(level, q)| q.front_mut().map(|item| (level, item)))
     }
 
+    /// Moves the items of level `from` for which `pick` holds to the back of level `to`,
+    /// keeping their order (a promotion: they queue at `to` from now on, behind the items
+    /// already there); returns how many moved.
+    pub fn move_matching(
+        &mut self,
+        from: usize,
+        to: usize,
+        mut pick: impl FnMut(&T) -> bool,
+    ) -> usize {
+        let Some(level) = self.levels.get_mut(from) else {
+            return 0;
+        };
+        if from == to || level.is_empty() {
+            return 0;
+        }
+        let (moved, kept): (VecDeque<T>, VecDeque<T>) = level.drain(..).partition(|t| pick(t));
+        *level = kept;
+        let n = moved.len();
+        if n > 0 {
+            if to >= self.levels.len() {
+                self.levels.resize_with(to + 1, VecDeque::new);
+            }
+            self.levels[to].extend(moved);
+        }
+        n
+    }
+
     /// Items queued over all levels.
     pub fn len(&self) -> usize {
         self.len
@@ -153,5 +180,20 @@ mod tests {
         assert_eq!(q.pop(), Some((0, 25)));
         assert_eq!(q.pop(), Some((0, 21)));
         assert_eq!(q.front_mut().map(|(l, v)| (l, *v)), Some((1, 10)));
+    }
+
+    #[test]
+    fn move_matching_promotes_in_order_behind_the_items_already_there() {
+        let mut q = PriorityQueue::with_levels(3);
+        for v in [1, 2, 3, 4] {
+            q.push(2, v);
+        }
+        q.push(0, 10);
+        assert_eq!(q.move_matching(2, 0, |v| v % 2 == 0), 2);
+        assert_eq!(q.len(), 5);
+        assert_eq!(q.level_lens(), vec![3, 0, 2]);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(0, 10), (0, 2), (0, 4), (2, 1), (2, 3)]);
+        assert_eq!(q.move_matching(7, 0, |_| true), 0);
     }
 }

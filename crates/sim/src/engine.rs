@@ -95,12 +95,15 @@ struct Slot {
 
 /// A FIFO queue of requests in front of one flow's token buckets
 /// (`tailbound_shaping::TokenBucket`, the one the enforcer runs on real time): the head
-/// passes when every bucket lets its work through, and is charged to all of them.
+/// passes when every bucket lets its work through, and is charged to all of them. With
+/// [`Excess::BestEffort`] every request in `waiting` is already on its way at the
+/// best-effort level; the head is promoted when its tokens come.
 struct Shaper {
     buckets: Vec<TokenBucket>,
+    /// requests not yet charged, in arrival order
     waiting: VecDeque<u32>,
-    /// a retry event is scheduled
-    pending: bool,
+    /// when the scheduled retry event fires (later events for this flow are stale)
+    retry_at: Option<u64>,
 }
 
 struct NoWork;
@@ -315,7 +318,7 @@ impl<'a> Engine<'a> {
                                 source: e,
                             })?,
                         waiting: VecDeque::new(),
-                        pending: false,
+                        retry_at: None,
                     }),
                     None => None,
                 };
@@ -374,9 +377,13 @@ impl<'a> Engine<'a> {
                 ARRIVAL => self.arrive(data, now)?,
                 DEPART => self.depart(data, now)?,
                 _ => {
-                    if let Some(s) = self.flows[data].shaper.as_mut() {
-                        s.pending = false;
+                    let Some(s) = self.flows[data].shaper.as_mut() else {
+                        continue;
+                    };
+                    if s.retry_at != Some(now) {
+                        continue; // superseded by an earlier retry
                     }
+                    s.retry_at = None;
                     self.release(data, now)?;
                 }
             }
@@ -434,8 +441,12 @@ impl<'a> Engine<'a> {
         match self.flows[flow].shaper.as_mut() {
             Some(s) => {
                 s.waiting.push_back(id);
-                if s.waiting.len() == 1 && !s.pending {
+                if s.waiting.len() == 1 {
                     self.release(flow, now)?;
+                } else if self.excess == Excess::BestEffort {
+                    // behind an uncharged request: it cannot pass now, so it goes on at once
+                    self.slots[id as usize].demoted = true;
+                    self.inject(id, now);
                 }
                 Ok(())
             }
@@ -446,9 +457,11 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Lets the shaper's head requests through while the bucket allows; otherwise schedules
-    /// a retry for when it will.
+    /// Lets the shaper's head requests through while the buckets allow (promoting those
+    /// already on their way at best effort); otherwise schedules a retry for when they will
+    /// and, with [`Excess::BestEffort`], sends the head on at best effort meanwhile.
     fn release(&mut self, flow: usize, now: u64) -> Result<(), SimError> {
+        let best_effort = self.excess == Excess::BestEffort;
         loop {
             let Some(s) = self.flows[flow].shaper.as_mut() else {
                 return Ok(());
@@ -463,22 +476,38 @@ impl<'a> Engine<'a> {
                 .map(|b| b.ready_at(now, cost))
                 .max()
                 .unwrap_or(now);
-            if ready_at_ns > now && self.excess == Excess::BestEffort {
+            if ready_at_ns <= now {
+                for b in &mut s.buckets {
+                    b.take(now, cost)
+                        .expect("every bucket was ready for this cost at this instant");
+                }
                 s.waiting.pop_front();
-                self.slots[id as usize].demoted = true;
-                self.inject(id, now);
+                if self.slots[id as usize].demoted {
+                    self.promote(id);
+                } else {
+                    self.inject(id, now);
+                }
                 continue;
             }
-            if ready_at_ns > now {
-                if ready_at_ns == u64::MAX {
-                    let slot = self.slots[id as usize];
-                    return Err(SimError::ShaperStall {
-                        tenant: self.net.tenants[slot.tenant as usize].name.clone(),
-                        flow: self.net.flows[flow].name.clone(),
-                        index: slot.index as usize,
-                    });
+            if ready_at_ns == u64::MAX {
+                if best_effort {
+                    // never conforms: it stays best effort and no longer holds the FIFO
+                    s.waiting.pop_front();
+                    if !self.slots[id as usize].demoted {
+                        self.slots[id as usize].demoted = true;
+                        self.inject(id, now);
+                    }
+                    continue;
                 }
-                s.pending = true;
+                let slot = self.slots[id as usize];
+                return Err(SimError::ShaperStall {
+                    tenant: self.net.tenants[slot.tenant as usize].name.clone(),
+                    flow: self.net.flows[flow].name.clone(),
+                    index: slot.index as usize,
+                });
+            }
+            if !matches!(s.retry_at, Some(t) if t <= ready_at_ns) {
+                s.retry_at = Some(ready_at_ns);
                 tracing::trace!(
                     now_ns = now,
                     flow = %self.net.flows[flow].name,
@@ -486,15 +515,44 @@ impl<'a> Engine<'a> {
                     "throttled"
                 );
                 self.push(ready_at_ns, SHAPER, flow);
-                return Ok(());
             }
-            for b in &mut s.buckets {
-                b.take(now, cost)
-                    .expect("every bucket was ready for this cost at this instant");
+            if best_effort && !self.slots[id as usize].demoted {
+                self.slots[id as usize].demoted = true;
+                self.inject(id, now);
             }
-            s.waiting.pop_front();
-            self.slots[id as usize].demoted = false;
-            self.inject(id, now);
+            return Ok(());
+        }
+    }
+
+    /// A best-effort request has been charged: its units still waiting at the best-effort
+    /// level move to its tenant's level (behind what is there), and later hops take it there.
+    fn promote(&mut self, id: u32) {
+        self.slots[id as usize].demoted = false;
+        let f = &self.flows[self.slots[id as usize].flow as usize];
+        for &q in &f.path {
+            self.queues[q]
+                .waiting
+                .move_matching(self.best_effort, f.level, |item| item.slot == id);
+        }
+    }
+
+    /// A best-effort request finished its stage before its tokens came: it leaves the
+    /// shaper uncharged; if it was the head, the next one is looked at now.
+    fn forget(&mut self, id: u32, now: u64) -> Result<(), SimError> {
+        let flow = self.slots[id as usize].flow as usize;
+        let Some(s) = self.flows[flow].shaper.as_mut() else {
+            return Ok(());
+        };
+        match s.waiting.iter().position(|&w| w == id) {
+            Some(0) => {
+                s.waiting.pop_front();
+                self.release(flow, now)
+            }
+            Some(i) => {
+                s.waiting.remove(i);
+                Ok(())
+            }
+            None => Ok(()),
         }
     }
 
@@ -590,6 +648,9 @@ impl<'a> Engine<'a> {
             let s = &mut self.slots[done.slot as usize];
             s.outstanding -= 1;
             if s.outstanding == 0 {
+                if s.demoted {
+                    self.forget(done.slot, now)?;
+                }
                 self.finish_stage(done.slot, now)?;
             }
         }

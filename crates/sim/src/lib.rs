@@ -35,7 +35,9 @@
 //!   charged to all of them — one bucket for a plain rate limit, several for a concave
 //!   arrival curve (PriorityMeister). With [`Excess::BestEffort`] a request the buckets cannot
 //!   pass now does not wait: it goes on at once, without taking tokens, at a best-effort
-//!   level below every tenant's (at every queue of that stage).
+//!   level below every tenant's (at every queue of that stage), and keeps its place in the
+//!   shaper's FIFO; when its tokens come it is charged and its units not yet served move to
+//!   the tenant's level (HTB's borrowing). If it finishes first, it takes no tokens.
 //! * **Chunks.** With [`Service::Chunked`] the work of a packetized flow (links) is cut into
 //!   `mtu_bytes` units (the last one partial). Each chunk crosses the flow's queues
 //!   store-and-forward: it enters queue k+1 the instant it leaves queue k (no propagation

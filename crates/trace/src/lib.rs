@@ -12,7 +12,8 @@
 //!   [`TraceReader`]; errors are [`TraceError`] (file, line, [`TraceErrorKind`]).
 //! * Writing ([`write`](mod@write)): [`write_trace`] in either [`Format`].
 //! * Statistics ([`stats`]): [`trace_stats`] → [`TraceStats`], [`rate_series`].
-//! * Splitting ([`split`](mod@split)): [`split()`], [`split_keep_times`].
+//! * Splitting ([`split`](mod@split)): [`split()`], [`split_keep_times`], and [`rotate`] (with
+//!   [`rotation_period`]) to reuse a trace or a part of it at a time offset.
 //! * Synthesis ([`gen`]): [`generate`] from a [`GenSpec`] ([`ArrivalModel`], [`SizeDist`],
 //!   [`Vocabulary`]).
 
@@ -24,7 +25,7 @@ pub mod write;
 
 pub use gen::{generate, ArrivalModel, GenError, GenSpec, SizeDist, Vocabulary};
 pub use read::{open_trace, parse_trace, read_trace, TraceError, TraceErrorKind, TraceReader};
-pub use split::{split, split_keep_times, SplitError};
+pub use split::{rotate, rotation_period, split, split_keep_times, SplitError};
 pub use stats::{
     rate_series, trace_stats, RatePoint, SizeStats, StatsError, TraceStats, WindowPeak,
 };

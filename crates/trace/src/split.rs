@@ -9,8 +9,12 @@
 //! [`split`] **rebases** the second part: its times have `t_split` subtracted, so a replay of
 //! it starts near 0 (the gap from the split instant to its first request is kept).
 //! [`split_keep_times`] keeps absolute times in both parts.
+//!
+//! [`rotate`] reuses a part at a time offset, so that several tenants replaying the same
+//! trace do not burst in step, while each keeps exactly the requests of its part.
 
 use crate::Trace;
+use tailbound_model::Request;
 
 /// Why a trace could not be split.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -90,10 +94,44 @@ fn split_impl(trace: &Trace, at: f64, rebase: bool) -> Result<(Trace, Trace), Sp
     ))
 }
 
+/// The period [`rotate`] treats sorted `requests` as repeating with [ns]: their span plus
+/// their mean gap, plus 1 ns so that the last request never lands on the first (1 for one
+/// request, 0 for none).
+pub fn rotation_period(requests: &[Request]) -> u64 {
+    let (Some(first), Some(last)) = (requests.first(), requests.last()) else {
+        return 0;
+    };
+    let span = last.arrival_ns - first.arrival_ns;
+    let n = requests.len() as u64;
+    span + if n > 1 { span / (n - 1) } else { 0 } + 1
+}
+
+/// Rotates sorted `requests` by `offset_ns` within a period of span + mean gap (so the seam
+/// where the last request wraps around to the front is one ordinary gap, not a burst): times
+/// become `first + (t − first − offset) mod period`, sorted. The same requests and sizes, in
+/// `[first, first + period)`; an offset of 0 (or of a whole period) changes nothing.
+pub fn rotate(requests: &[Request], offset_ns: u64) -> Vec<Request> {
+    let Some(first) = requests.first() else {
+        return Vec::new();
+    };
+    let period = rotation_period(requests);
+    let offset = offset_ns % period;
+    let mut out: Vec<Request> = requests
+        .iter()
+        .map(|r| Request {
+            arrival_ns: first.arrival_ns
+                + (r.arrival_ns - first.arrival_ns + period - offset) % period,
+            ..*r
+        })
+        .collect();
+    out.sort_by_key(|r| r.arrival_ns);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tailbound_model::{Op, Request};
+    use tailbound_model::Op;
 
     fn trace(times: &[u64]) -> Trace {
         Trace {
@@ -144,5 +182,30 @@ mod tests {
         let err = split(&trace(&[5, 5, 5]), 0.5).unwrap_err();
         assert!(err.to_string().contains("first part"), "{err}");
         assert!(split(&trace(&[]), 0.5).is_err());
+    }
+
+    #[test]
+    fn rotation_keeps_the_requests_and_wraps_within_span_plus_a_mean_gap() {
+        let t = trace(&[100, 200, 400, 1000]);
+        // span 900, mean gap 300, period 1201; rel 0,100,300,900 shifted by −300 mod 1201
+        // = 901, 1001, 0, 600, plus the first arrival 100
+        assert_eq!(rotation_period(&t.requests), 1201);
+        let rot = rotate(&t.requests, 300);
+        assert_eq!(
+            rot.iter().map(|r| r.arrival_ns).collect::<Vec<_>>(),
+            vec![100, 700, 1001, 1101]
+        );
+        for offset in [0u64, 1, 7, 299, 300, 1200, 1201, 5000] {
+            let r = rotate(&t.requests, offset);
+            assert!(r.windows(2).all(|w| w[0].arrival_ns <= w[1].arrival_ns));
+            assert!(
+                r.iter().all(|q| (100..1301).contains(&q.arrival_ns)),
+                "{offset}: {r:?}"
+            );
+            assert_eq!(r.len(), 4);
+        }
+        assert_eq!(rotate(&t.requests, 0), t.requests);
+        assert_eq!(rotate(&t.requests, 1201), t.requests);
+        assert!(rotate(&[], 5).is_empty());
     }
 }

@@ -83,7 +83,8 @@ pub struct AdmissionArgs {
 pub enum ExcessArg {
     /// wait for tokens (a strict rate limiter)
     Wait,
-    /// go on at once at a best-effort level below every tenant's
+    /// go on at once at a best-effort level below every tenant's, moving up to the tenant's
+    /// level when their tokens come (HTB's borrowing)
     BestEffort,
 }
 

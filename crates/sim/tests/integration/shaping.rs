@@ -160,3 +160,44 @@ fn best_effort_excess_goes_on_at_once_below_every_tenant() {
     assert_eq!(r.tenants[0].latencies_ns, vec![1_000, 1_900, 2_000]);
     assert_eq!(*r.tenants[1].latencies_ns.last().unwrap(), 6_000);
 }
+
+#[test]
+fn best_effort_excess_is_promoted_to_its_level_when_its_tokens_come() {
+    use tailbound_sim::Excess;
+    // A (level 0) shaped to 1000 B per ms with a 1000-B burst sends two 1000-B requests at
+    // t = 0; B (level 1, unshaped) sends a thousand 1700-B requests at t = 0 (1.7 µs each on
+    // the 1 GB/s link, 1.7 ms in all). A's first conforms (0–1 µs); its second is excess and
+    // goes on at best effort, behind B's queue. At 1 ms its tokens are there: as with HTB it
+    // moves to A's level and is served at the next chunk boundary of B's request then in
+    // service (MTU 1500: B's 588th request is cut at 1.0004 ms), not after all of B's
+    // (1.702 ms).
+    let net = network(&[1e9], &[vec![vec![0]], vec![vec![0]]], &[0, 1]);
+    let reqs = vec![vec![req(0, 1000), req(0, 1000)], vec![req(0, 1700); 1000]];
+    let cfg = SimConfig {
+        shapers: vec![
+            vec![StageShaping {
+                rate: 1e6,
+                burst: 1000.0,
+            }],
+            Vec::new(),
+        ],
+        excess: Excess::BestEffort,
+        ..SimConfig::default()
+    };
+    let r = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
+    assert_eq!(r.tenants[0].latencies_ns, vec![1_000, 1_001_400]);
+    assert_eq!(*r.tenants[1].latencies_ns.last().unwrap(), 1_702_000);
+    // B's conforming traffic is never behind more than A's bucket allows: strict limiting
+    // gives B the same completion
+    let strict = simulate(
+        &net,
+        &size_workloads(&net, &reqs),
+        &SimConfig {
+            excess: Excess::Wait,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(strict.tenants[0].latencies_ns, vec![1_000, 1_001_400]);
+    assert_eq!(*strict.tenants[1].latencies_ns.last().unwrap(), 1_702_000);
+}
