@@ -160,6 +160,11 @@ pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
             );
         }
         println!(
+            "workloads: {} kept, {} redrawn (alone under WorkloadCompactor no limits fit them, \
+             or their held-out half missed its SLO behind strict limits; §5.1)",
+            exp.setting.workloads, exp.setting.redrawn
+        );
+        println!(
             "alone: workloads whose limits under the policy miss their SLO even alone; each \
              has a server of its own without limits (counted in servers)"
         );
