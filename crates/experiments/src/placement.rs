@@ -238,9 +238,10 @@ fn meets_slo_in_isolation(
             safety_margin: cfg.safety_margin,
             max_servers: Some(1),
         })?;
-        // the LP's budget is the SLO minus the device's latency: scale the SLO
+        // the LP's budget is the SLO minus the device's latency: scale what is above it
         let mut w = s.workload.clone();
-        w.slo.latency_s *= share;
+        let device_s = cfg.server.device_latency_s;
+        w.slo.latency_s = device_s + share * (w.slo.latency_s - device_s);
         let (_, outcome) = placer.arrive(w)?;
         if !matches!(outcome, Arrival::Placed { .. }) {
             if k == 0 {
