@@ -215,6 +215,18 @@ impl Controller {
                 expected: self.dc.flows.len(),
             });
         };
+        // one entry per hop in every vector, named in the error
+        let per_hop = |what: &dyn Fn() -> String, got: usize| {
+            if got == f.hops.len() {
+                Ok(())
+            } else {
+                Err(AllocError::Length {
+                    what: what(),
+                    got,
+                    expected: f.hops.len(),
+                })
+            }
+        };
         for (what, v) in [
             ("utilization", &r.utilization),
             ("backlog", &r.backlog),
@@ -222,13 +234,7 @@ impl Controller {
             ("outstanding", &r.outstanding),
             ("completed", &r.completed),
         ] {
-            if v.len() != f.hops.len() {
-                return Err(AllocError::Length {
-                    what: format!("{what} of flow {:?}", f.name),
-                    got: v.len(),
-                    expected: f.hops.len(),
-                });
-            }
+            per_hop(&|| format!("{what} of flow {:?}", f.name), v.len())?;
         }
         for (k, smp) in r.samples.iter().enumerate() {
             for (what, v) in [
@@ -236,13 +242,10 @@ impl Controller {
                 ("outstanding", &smp.outstanding),
                 ("completed", &smp.completed),
             ] {
-                if v.len() != f.hops.len() {
-                    return Err(AllocError::Length {
-                        what: format!("{what} of sample {k} of flow {:?}", f.name),
-                        got: v.len(),
-                        expected: f.hops.len(),
-                    });
-                }
+                per_hop(
+                    &|| format!("{what} of sample {k} of flow {:?}", f.name),
+                    v.len(),
+                )?;
             }
         }
         self.reports[flow] = Some(r);

@@ -232,30 +232,37 @@ fn meets_slo_in_isolation(
     cfg: &PlacementExperimentConfig,
 ) -> Result<bool, PlacementExperimentError> {
     for (k, share) in BUDGET_SHARES.iter().enumerate() {
-        let mut placer = Placer::new(PlacementConfig {
-            policy: Policy::CompactorFff,
-            server: cfg.server,
-            safety_margin: cfg.safety_margin,
-            max_servers: Some(1),
-        })?;
         // the LP's budget is the SLO minus the device's latency: scale what is above it
         let mut w = s.workload.clone();
         let device_s = cfg.server.device_latency_s;
         w.slo.latency_s = device_s + share * (w.slo.latency_s - device_s);
-        let (_, outcome) = placer.arrive(w)?;
-        if !matches!(outcome, Arrival::Placed { .. }) {
+        let Some(alone) = alone_assignment(w, cfg)? else {
             if k == 0 {
                 return Ok(false);
             }
             break;
-        }
-        let alone = placer.assignments();
-        let (_, sim) = simulate_server(0, &[(&alone[0], s)], cfg, Some(Excess::Wait))?;
+        };
+        let (_, sim) = simulate_server(0, &[(&alone, s)], cfg, Some(Excess::Wait))?;
         if !sim.tenants.iter().all(|t| t.meets_slo) {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// The limits WorkloadCompactor gives `w` alone on an empty server; `None` if none fit.
+fn alone_assignment(
+    w: Workload,
+    cfg: &PlacementExperimentConfig,
+) -> Result<Option<Assignment>, PlacementExperimentError> {
+    let mut placer = Placer::new(PlacementConfig {
+        policy: Policy::CompactorFff,
+        server: cfg.server,
+        safety_margin: cfg.safety_margin,
+        max_servers: Some(1),
+    })?;
+    let (_, outcome) = placer.arrive(w)?;
+    Ok(matches!(outcome, Arrival::Placed { .. }).then(|| placer.assignments().remove(0)))
 }
 
 /// Shares of a workload's latency budget at which [`meets_slo_in_isolation`] tries its limits;
@@ -546,7 +553,8 @@ pub fn replay(
 }
 
 /// Simulates one server's workloads replaying their second halves, shaped by their limits
-/// with `shaping` as the excess policy, or (`None`) without limits. Returns the server's network and the result (tenants in member order).
+/// with `shaping` as the excess policy, or (`None`) without limits. Returns the server's
+/// network and the result (tenants in member order).
 fn simulate_server(
     k: usize,
     members: &[(&Assignment, &Sampled)],
@@ -757,21 +765,14 @@ mod tests {
         burst.sort_by_key(|r| r.arrival_ns);
         let burst = sampled(burst);
         // alone on a server without limits it drains well within the SLO ...
-        let mut placer = Placer::new(PlacementConfig {
-            policy: Policy::CompactorFff,
-            server: cfg.server,
-            safety_margin: cfg.safety_margin,
-            max_servers: Some(1),
-        })
-        .unwrap();
-        placer.arrive(burst.workload.clone()).unwrap();
-        let alone = placer.assignments();
-        let (_, free) = simulate_server(0, &[(&alone[0], &burst)], &cfg, None).unwrap();
+        let alone = alone_assignment(burst.workload.clone(), &cfg)
+            .unwrap()
+            .unwrap();
+        let (_, free) = simulate_server(0, &[(&alone, &burst)], &cfg, None).unwrap();
         let free_worst = free.tenants[0].worst_window_s();
         assert!(free_worst < 0.05, "{free_worst}");
         // ... but the limits drawn from its first half hold it past its SLO: not kept
-        let (_, held) =
-            simulate_server(0, &[(&alone[0], &burst)], &cfg, Some(Excess::Wait)).unwrap();
+        let (_, held) = simulate_server(0, &[(&alone, &burst)], &cfg, Some(Excess::Wait)).unwrap();
         assert!(held.tenants[0].worst_window_s() > 0.1);
         assert!(!meets_slo_in_isolation(&burst, &cfg).unwrap());
     }

@@ -445,8 +445,7 @@ impl<'a> Engine<'a> {
                     self.release(flow, now)?;
                 } else if self.excess == Excess::BestEffort {
                     // behind an uncharged request: it cannot pass now, so it goes on at once
-                    self.slots[id as usize].demoted = true;
-                    self.inject(id, now);
+                    self.send_best_effort(id, now);
                 }
                 Ok(())
             }
@@ -494,8 +493,7 @@ impl<'a> Engine<'a> {
                     // never conforms: it stays best effort and no longer holds the FIFO
                     s.waiting.pop_front();
                     if !self.slots[id as usize].demoted {
-                        self.slots[id as usize].demoted = true;
-                        self.inject(id, now);
+                        self.send_best_effort(id, now);
                     }
                     continue;
                 }
@@ -517,11 +515,16 @@ impl<'a> Engine<'a> {
                 self.push(ready_at_ns, SHAPER, flow);
             }
             if best_effort && !self.slots[id as usize].demoted {
-                self.slots[id as usize].demoted = true;
-                self.inject(id, now);
+                self.send_best_effort(id, now);
             }
             return Ok(());
         }
+    }
+
+    /// Sends a request its buckets cannot pass now on at the best-effort level.
+    fn send_best_effort(&mut self, id: u32, now: u64) {
+        self.slots[id as usize].demoted = true;
+        self.inject(id, now);
     }
 
     /// A best-effort request has been charged: its units still waiting at the best-effort
