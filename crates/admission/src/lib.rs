@@ -29,7 +29,7 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
-use tailbound_calculus::CalculusError;
+use tailbound_calculus::{CalculusError, TenantBound};
 use tailbound_model::{Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision};
 
 /// The admission policies of snc-meister §5.1.
@@ -210,6 +210,15 @@ impl<'n> Admission<'n> {
     /// Current priority level of every admitted tenant.
     pub fn priorities(&self) -> HashMap<usize, u32> {
         policy::levels(self.net, self.policy, &self.admitted)
+    }
+
+    /// The bound of every admitted tenant with the tenants admitted now, in tenant order; each
+    /// includes the tenant's shaper delay, and indices (tenant, flows) are the network's. The
+    /// bound a tenant was admitted with may have grown since, up to its SLO: admissions keep
+    /// every bound within its SLO.
+    pub fn bounds(&self) -> Result<Vec<TenantBound>, AdmissionError> {
+        let set: Vec<(usize, &Grant)> = self.admitted.iter().map(|(&t, g)| (t, g)).collect();
+        policy::bound_set(self.net, self.policy, &set, &self.groups, None)
     }
 
     /// Decides tenant `tenant` (an index into the network's tenants).

@@ -4,7 +4,7 @@
 use crate::{AdmissionError, Bucket, Grant, Policy};
 use std::collections::HashMap;
 use tailbound_calculus::dnc::{shaper_delay, Arrival, TokenBucket};
-use tailbound_calculus::{bound, Bound, BoundOptions, Method};
+use tailbound_calculus::{bound, Bound, BoundOptions, Method, TenantBound};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
 use tailbound_curves::rb::prune;
 use tailbound_model::{ArrivalCurve, Network};
@@ -286,12 +286,47 @@ fn check(
 ) -> Result<(Option<f64>, Option<String>), AdmissionError> {
     let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
     set.push((newcomer, g));
+    let bounds = bound_set(net, policy, &set, groups, Some(newcomer))?;
+    let mut bound_s = None;
+    let mut failure = None;
+    for b in &bounds {
+        if b.tenant == newcomer {
+            bound_s = b.total.seconds();
+        }
+        if failure.is_none() && !b.meets_slo {
+            failure = Some(match &b.total {
+                Bound::Within(s) => format!(
+                    "tenant {:?} would get {:.3} ms > its SLO {:.3} ms",
+                    b.name,
+                    s * 1e3,
+                    b.slo.latency_s * 1e3
+                ),
+                Bound::Unbounded(why) => format!("tenant {:?} would be unbounded: {why}", b.name),
+            });
+        }
+    }
+    Ok((bound_s, failure))
+}
+
+/// The bounds of the tenants of `set` running together with their grants, each including its
+/// shaper delay; `tenant` of each result is an index into `net`'s tenants. With `newcomer`,
+/// only the tenants it can affect (its level and below) are bounded; otherwise all of them.
+pub(crate) fn bound_set(
+    net: &Network,
+    policy: Policy,
+    set: &[(usize, &Grant)],
+    groups: &HashMap<usize, String>,
+    newcomer: Option<usize>,
+) -> Result<Vec<TenantBound>, AdmissionError> {
+    let mut set = set.to_vec();
     set.sort_unstable_by_key(|&(t, _)| t);
     let mut sub = Network {
         queues: net.queues.clone(),
         flows: Vec::new(),
         tenants: Vec::with_capacity(set.len()),
     };
+    // the network flow of each flow of `sub`
+    let mut net_flow = Vec::new();
     for &(t, grant) in &set {
         let mut spec = net.tenants[t].clone();
         if let Some(group) = groups.get(&t) {
@@ -327,41 +362,29 @@ fn check(
             }
             flows.push(sub.flows.len());
             sub.flows.push(flow);
+            net_flow.push(f);
         }
         spec.flows = flows;
         sub.tenants.push(spec);
     }
     let levels = sub.priorities();
-    let me = set
-        .iter()
-        .position(|&(t, _)| t == newcomer)
-        .expect("the newcomer is in the set");
-    let affected: Vec<usize> = (0..sub.tenants.len())
-        .filter(|&i| levels[i] >= levels[me])
-        .collect();
-    let bounds = bound(&sub, method(policy), &affected, &BoundOptions::default())?;
-    let mut bound_s = None;
-    let mut failure = None;
-    for b in &bounds {
-        let extra = set[b.tenant].1.shaper_delay_s;
-        let total = match &b.total {
-            Bound::Within(s) => Bound::from_seconds(s + extra, String::new),
-            u => u.clone(),
-        };
-        if b.tenant == me {
-            bound_s = total.seconds();
+    let which: Vec<usize> = match newcomer.and_then(|n| set.iter().position(|&(t, _)| t == n)) {
+        Some(me) => (0..sub.tenants.len())
+            .filter(|&i| levels[i] >= levels[me])
+            .collect(),
+        None => (0..sub.tenants.len()).collect(),
+    };
+    let mut bounds = bound(&sub, method(policy), &which, &BoundOptions::default())?;
+    for b in &mut bounds {
+        let (t, grant) = set[b.tenant];
+        b.tenant = t;
+        for f in &mut b.flows {
+            f.flow = net_flow[f.flow];
         }
-        if failure.is_none() && !total.meets(b.slo.latency_s) {
-            failure = Some(match &total {
-                Bound::Within(s) => format!(
-                    "tenant {:?} would get {:.3} ms > its SLO {:.3} ms",
-                    b.name,
-                    s * 1e3,
-                    b.slo.latency_s * 1e3
-                ),
-                Bound::Unbounded(why) => format!("tenant {:?} would be unbounded: {why}", b.name),
-            });
+        if let Bound::Within(s) = b.total {
+            b.total = Bound::from_seconds(s + grant.shaper_delay_s, String::new);
         }
+        b.meets_slo = b.total.meets(b.slo.latency_s);
     }
-    Ok((bound_s, failure))
+    Ok(bounds)
 }

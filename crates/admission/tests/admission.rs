@@ -40,6 +40,29 @@ fn every_policy_stops_before_the_link_overloads() {
             assert!(o.reason.is_some(), "{policy}: a rejection says why");
             assert!(o.bound_s.is_none_or(|b| b.is_finite()), "{policy}: {o:?}");
         }
+        // every admitted tenant's bound now: within its SLO, no lower than when it was
+        // admitted (later tenants only add traffic), and the last one's is the one it got
+        let bounds = a.bounds().unwrap();
+        let ids: Vec<usize> = bounds.iter().map(|b| b.tenant).collect();
+        assert_eq!(ids, a.admitted(), "{policy}");
+        for b in &bounds {
+            let now = b.total.seconds().expect("admitted tenants are bounded");
+            let then = outcomes[b.tenant].bound_s.unwrap();
+            assert!(b.meets_slo && now <= 0.2, "{policy}: {b:?}");
+            assert!(now >= then * (1.0 - 1e-12), "{policy}: {now} < {then}");
+            assert!(
+                b.flows
+                    .iter()
+                    .all(|f| s.network.tenants[b.tenant].flows.contains(&f.flow)),
+                "{policy}: flow indices are the network's"
+            );
+        }
+        let last = bounds.last().unwrap();
+        assert_eq!(
+            last.total.seconds(),
+            outcomes[last.tenant].bound_s,
+            "{policy}"
+        );
         let d = a.decisions();
         assert_eq!(d.tenants.len(), 4);
         assert_eq!(d.tenants.iter().filter(|t| t.admitted).count(), admitted);

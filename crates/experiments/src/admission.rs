@@ -9,7 +9,11 @@
 //! server: a request flow (client-out → server-in, [`Stage::NetIn`] work) and a response flow
 //! (server-out → client-in, [`Stage::NetOut`] work). A trace is used by several tenants when
 //! there are more tenants than traces; each tenant's replayed half is rotated by its own
-//! random offset, so copies do not burst in lockstep.
+//! random offset, so copies do not burst in lockstep. With [`AdmissionConfig::isolated`] a
+//! drawn tenant whose replayed half misses its SLO alone is redrawn.
+//!
+//! Verify: every admitted tenant's final bound (with everyone its policy admitted) is reported
+//! beside its replayed worst window ([`Checked`]), and the summary gives their median ratio.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,6 +25,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tailbound_admission::{Admission, Policy};
+use tailbound_calculus::Bound;
 use tailbound_curves::mmpp::SizeKind;
 use tailbound_curves::stage_work;
 use tailbound_curves::StorageProfile;
@@ -63,6 +68,12 @@ pub struct AdmissionConfig {
     pub excess: Excess,
     /// SLO-check window [s]
     pub window_s: f64,
+    /// keep only tenants whose replayed half meets their SLO alone (unshaped, on otherwise
+    /// idle links); a tenant that does not is redrawn (trace, hosts, SLO, rotation). Without
+    /// it, tenants that no policy could serve cap the paper's OPT (the first n all meeting
+    /// their SLOs) at the first of them.
+    #[serde(default)]
+    pub isolated: bool,
     /// worker threads (runs in parallel)
     pub threads: usize,
 }
@@ -88,6 +99,7 @@ impl AdmissionConfig {
             sizes: SizeKind::Empirical,
             excess: Excess::BestEffort,
             window_s: 180.0,
+            isolated: false,
             threads: 2,
         }
     }
@@ -117,6 +129,21 @@ pub struct PolicyRun {
     /// percentile [s], SLO [s], and the same percentile when replayed without rate limits [s]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violators: Vec<Violator>,
+    /// every admitted tenant: the policy's bound and what the replay measured
+    #[serde(default)]
+    pub tenants: Vec<Checked>,
+}
+
+/// An admitted tenant's bound beside its replay (the verify step: how tight the policy's
+/// bounds are on the held-out half).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checked {
+    pub name: String,
+    pub slo_s: f64,
+    /// its bound with all the tenants the policy admitted, shaper delay included [s]
+    pub bound_s: f64,
+    /// its worst window's SLO percentile in replay [s]
+    pub worst_s: f64,
 }
 
 /// An admitted tenant that missed its SLO in replay.
@@ -134,6 +161,9 @@ pub struct Violator {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub seed: u64,
+    /// draws the isolation test replaced (0 unless [`AdmissionConfig::isolated`])
+    #[serde(default)]
+    pub redrawn: usize,
     pub policies: BTreeMap<String, PolicyRun>,
     /// OPT for this run's arrival order, when searched: the largest n whose first n tenants
     /// all meet their SLOs in replay (snc-meister §6.2)
@@ -157,6 +187,13 @@ pub struct PolicySummary {
     /// mean admitted / the trial-and-error optimum over the runs where it was searched
     #[serde(default)]
     pub of_opt_greedy: Option<f64>,
+    /// median over all admitted tenants of all runs of bound / replayed worst window
+    #[serde(default)]
+    pub bound_over_replay: Option<f64>,
+    /// mean per run of the admitted tenants whose replayed worst window exceeds their bound
+    /// (a bound rests on the characterized first half; the replay is the second)
+    #[serde(default)]
+    pub above_bound: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -230,13 +267,29 @@ fn characterize(
     })
 }
 
-/// One run's tenants: a scenario (network + sources) and their replayed requests.
-fn build_run(
-    cfg: &AdmissionConfig,
-    traces: &[Characterized],
-    seed: u64,
-) -> Result<(Scenario, Vec<Vec<Request>>), AdmissionExperimentError> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+/// One drawn tenant: its trace, hosts, SLO and the rotation of its replayed half.
+struct Draw {
+    trace: usize,
+    client: usize,
+    server: usize,
+    slo_s: f64,
+    offset_ns: u64,
+}
+
+impl Draw {
+    fn new(trace: usize, cfg: &AdmissionConfig, rng: &mut ChaCha8Rng) -> Draw {
+        Draw {
+            trace,
+            client: rng.gen_range(0..cfg.clients),
+            server: cfg.clients + rng.gen_range(0..cfg.servers),
+            slo_s: cfg.slos_s[rng.gen_range(0..cfg.slos_s.len())],
+            offset_ns: rng.gen::<u64>(),
+        }
+    }
+}
+
+/// Fig. 2's hosts, every link `cfg.link_bytes_per_s` each way, and no tenants yet.
+fn empty_run(cfg: &AdmissionConfig) -> (Scenario, Vec<String>) {
     let mut net = Network::default();
     let mut hosts = Vec::new();
     for i in 0..cfg.clients {
@@ -253,7 +306,74 @@ fn build_run(
             });
         }
     }
+    let scenario = Scenario {
+        network: net,
+        tenants: Vec::new(),
+        hosts: Vec::new(),
+        flows: Vec::new(),
+    };
+    (scenario, hosts)
+}
+
+/// Adds tenant `name` as `d` draws it: a request flow (client-out → server-in) and a response
+/// flow (server-out → client-in) with the trace's models.
+fn push_tenant(
+    scenario: &mut Scenario,
+    hosts: &[String],
+    name: String,
+    d: &Draw,
+    tr: &Characterized,
+    path: &Path,
+    percentile: Percentile,
+) {
     let queue = |host: usize, dir: usize| 2 * host + dir;
+    let net = &mut scenario.network;
+    let tenant = net.tenants.len();
+    let paths = [
+        vec![queue(d.client, 0), queue(d.server, 1)],
+        vec![queue(d.server, 0), queue(d.client, 1)],
+    ];
+    let mut flows = Vec::new();
+    for (k, (suffix, path)) in ["req", "resp"].iter().zip(paths).enumerate() {
+        flows.push(net.flows.len());
+        net.flows.push(Flow {
+            name: format!("{name}-{suffix}"),
+            tenant,
+            path,
+            mmpp: Some(tr.models[k].0.clone()),
+            arrival: Some(tr.models[k].1.clone()),
+        });
+        scenario.flows.push(Some(FlowSource::network(STAGES[k])));
+    }
+    net.tenants.push(TenantSpec {
+        name,
+        slo: Slo {
+            latency_s: d.slo_s,
+            percentile,
+        },
+        flows,
+        group: None,
+        priority: None,
+    });
+    scenario.tenants.push(TenantSource::Trace {
+        path: path.to_path_buf(),
+        part: Part::FirstHalf,
+    });
+    scenario.hosts.push(Some(TenantHosts {
+        client: hosts[d.client].clone(),
+        server: hosts[d.server].clone(),
+    }));
+}
+
+/// Draws one run's tenants: a scenario (network + sources), their replayed requests, and how
+/// many draws the isolation test redrew ([`AdmissionConfig::isolated`]).
+fn build_run(
+    cfg: &AdmissionConfig,
+    traces: &[Characterized],
+    seed: u64,
+) -> Result<(Scenario, Vec<Vec<Request>>, usize), AdmissionExperimentError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (empty, hosts) = empty_run(cfg);
     // every trace once in random order, then random reuse
     let mut order: Vec<usize> = (0..traces.len()).collect();
     order.shuffle(&mut rng);
@@ -263,61 +383,48 @@ fn build_run(
     order.truncate(cfg.tenants);
     let percentile = Percentile::new(cfg.percentile)
         .map_err(|e| AdmissionExperimentError::Config(e.to_string()))?;
-    let mut sources = Vec::new();
-    let mut tenant_hosts = Vec::new();
-    let mut flow_sources = Vec::new();
+    let mut scenario = empty.clone();
     let mut requests = Vec::new();
-    for (i, &ti) in order.iter().enumerate() {
-        let tr = &traces[ti];
-        let client = rng.gen_range(0..cfg.clients);
-        let server = cfg.clients + rng.gen_range(0..cfg.servers);
-        let slo_s = cfg.slos_s[rng.gen_range(0..cfg.slos_s.len())];
-        let offset_ns = rng.gen::<u64>();
-        let name = format!("t{i}-{}", tr.name);
-        let paths = [
-            vec![queue(client, 0), queue(server, 1)],
-            vec![queue(server, 0), queue(client, 1)],
-        ];
-        let mut flows = Vec::new();
-        for (k, (suffix, path)) in ["req", "resp"].iter().zip(paths).enumerate() {
-            flows.push(net.flows.len());
-            net.flows.push(Flow {
-                name: format!("{name}-{suffix}"),
-                tenant: i,
-                path,
-                mmpp: Some(tr.models[k].0.clone()),
-                arrival: Some(tr.models[k].1.clone()),
-            });
-            flow_sources.push(Some(FlowSource::network(STAGES[k])));
+    let mut redrawn = 0;
+    for (i, &first) in order.iter().enumerate() {
+        let mut d = Draw::new(first, cfg, &mut rng);
+        loop {
+            let tr = &traces[d.trace];
+            let name = format!("t{i}-{}", tr.name);
+            let replay = tailbound_trace::rotate(&tr.replay, d.offset_ns);
+            let path = &cfg.traces[d.trace];
+            let keep = !cfg.isolated || {
+                let mut alone = empty.clone();
+                push_tenant(&mut alone, &hosts, name.clone(), &d, tr, path, percentile);
+                let r = Replay::with_requests(&alone, vec![replay.clone()]).run(
+                    &Plan::first(&alone, 1),
+                    Service::default(),
+                    cfg.window_s,
+                )?;
+                r.tenants[0].meets_slo
+            };
+            if keep {
+                push_tenant(&mut scenario, &hosts, name, &d, tr, path, percentile);
+                requests.push(replay);
+                break;
+            }
+            redrawn += 1;
+            if redrawn > MAX_REDRAWS_PER_TENANT * cfg.tenants {
+                return Err(AdmissionExperimentError::Config(format!(
+                    "{redrawn} draws missed their SLO alone; few of these traces can meet SLOs \
+                     {:?} s on {} bytes/s links (try longer SLOs or faster links, or leave \
+                     out --isolated)",
+                    cfg.slos_s, cfg.link_bytes_per_s
+                )));
+            }
+            d = Draw::new(rng.gen_range(0..traces.len()), cfg, &mut rng);
         }
-        net.tenants.push(TenantSpec {
-            name,
-            slo: Slo {
-                latency_s: slo_s,
-                percentile,
-            },
-            flows,
-            group: None,
-            priority: None,
-        });
-        sources.push(TenantSource::Trace {
-            path: cfg.traces[ti].clone(),
-            part: Part::FirstHalf,
-        });
-        tenant_hosts.push(Some(TenantHosts {
-            client: hosts[client].clone(),
-            server: hosts[server].clone(),
-        }));
-        requests.push(tailbound_trace::rotate(&tr.replay, offset_ns));
     }
-    let scenario = Scenario {
-        network: net,
-        tenants: sources,
-        hosts: tenant_hosts,
-        flows: flow_sources,
-    };
-    Ok((scenario, requests))
+    Ok((scenario, requests, redrawn))
 }
+
+/// The isolation test gives up after this many redraws per tenant on average.
+const MAX_REDRAWS_PER_TENANT: usize = 100;
 
 /// What the progress callback hears.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -391,7 +498,7 @@ fn one_run(
         .seed
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(run as u64);
-    let (scenario, requests) = build_run(cfg, traces, seed)?;
+    let (scenario, requests, redrawn) = build_run(cfg, traces, seed)?;
     let replay = Replay::with_requests(&scenario, requests);
     let service = Service::default();
     let mut policies = BTreeMap::new();
@@ -402,6 +509,18 @@ fn one_run(
             engine.arrive(t)?;
         }
         let seconds = start.elapsed().as_secs_f64();
+        // admissions keep every admitted tenant's bound within its SLO, so all are finite
+        let bounds: BTreeMap<usize, f64> = engine
+            .bounds()?
+            .into_iter()
+            .map(|b| match b.total {
+                Bound::Within(s) => Ok((b.tenant, s)),
+                Bound::Unbounded(why) => Err(AdmissionExperimentError::Config(format!(
+                    "{policy} admitted tenant {:?}, which is now unbounded ({why}): a bug in the engine",
+                    b.name
+                ))),
+            })
+            .collect::<Result<_, _>>()?;
         let decisions = engine.decisions();
         let plan = Plan::from_decisions(&scenario, &decisions)?;
         let result = replay.run(&plan, service, cfg.window_s)?;
@@ -435,6 +554,17 @@ fn one_run(
                 admitted: plan.tenants.len(),
                 bytes: result.tenants.iter().map(|t| t.bytes).sum(),
                 violations: violators.len(),
+                tenants: result
+                    .tenants
+                    .iter()
+                    .zip(&plan.tenants)
+                    .map(|(t, ti)| Checked {
+                        name: t.name.clone(),
+                        slo_s: scenario.network.tenants[*ti].slo.latency_s,
+                        bound_s: bounds[ti],
+                        worst_s: t.worst_window_s(),
+                    })
+                    .collect(),
                 seconds,
                 seconds_per_decision: seconds / scenario.network.tenants.len() as f64,
                 violators,
@@ -452,6 +582,7 @@ fn one_run(
     };
     Ok(RunResult {
         seed,
+        redrawn,
         policies,
         opt,
         opt_greedy,
@@ -466,6 +597,16 @@ fn mean(v: impl IntoIterator<Item = f64>) -> f64 {
         0.0
     } else {
         s / n as f64
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
 }
 
@@ -497,6 +638,16 @@ fn summarize(runs: &[RunResult]) -> Summary {
                 seconds: get(&|p| p.seconds),
                 seconds_per_decision: get(&|p| p.seconds_per_decision),
                 of_opt: (!with_opt.is_empty()).then(|| mean(with_opt)),
+                bound_over_replay: median(
+                    runs.iter()
+                        .flat_map(|r| &r.policies[name].tenants)
+                        .filter(|t| t.worst_s > 0.0)
+                        .map(|t| t.bound_s / t.worst_s)
+                        .collect(),
+                ),
+                above_bound: get(&|p| {
+                    p.tenants.iter().filter(|t| t.worst_s > t.bound_s).count() as f64
+                }),
                 of_opt_greedy: (!with_greedy.is_empty()).then(|| mean(with_greedy)),
             },
         );
@@ -519,5 +670,88 @@ fn summarize(runs: &[RunResult]) -> Summary {
         ratio: ratio(|p| p.admitted),
         bytes_ratio: ratio(|p| p.bytes),
         policies,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailbound_model::Op;
+
+    fn read(ns: u64, bytes: u64) -> Request {
+        Request {
+            arrival_ns: ns,
+            size_bytes: bytes,
+            op: Op::DiskRead,
+        }
+    }
+
+    /// A trace characterized on `first` and replaying `replay`.
+    fn traced(name: &str, first: &[Request], replay: Vec<Request>) -> Characterized {
+        let profile = StorageProfile::intel710_ssd();
+        let model = |stage| {
+            tailbound_scenario::characterize(
+                first,
+                stage_work(stage, &profile),
+                SizeKind::Empirical,
+                1.0,
+                DEFAULT_BATCH_GAP,
+            )
+            .unwrap()
+        };
+        Characterized {
+            name: name.into(),
+            models: [model(STAGES[0]), model(STAGES[1])],
+            replay,
+        }
+    }
+
+    #[test]
+    fn isolation_redraws_tenants_that_miss_their_slo_alone() {
+        // a 4 KiB read every 10 ms for 60 s: microseconds alone on 1 Gbit/s links
+        let steady: Vec<Request> = (0..6000).map(|i| read(i * 10_000_000, 4096)).collect();
+        // the same half with 300 reads of 64 KiB at once at 30 s: 19.7 MB of responses, 157 ms
+        // on a 1 Gbit/s link, alone
+        let mut burst = steady.clone();
+        burst.extend((0..300).map(|_| read(30_000_000_000, 65536)));
+        burst.sort_by_key(|r| r.arrival_ns);
+        let traces = [
+            traced("steady", &steady, steady.clone()),
+            traced("burst", &steady, burst),
+        ];
+        let mut cfg = AdmissionConfig::paper(vec!["steady.csv".into(), "burst.csv".into()]);
+        cfg.tenants = 8;
+        cfg.slos_s = vec![0.010];
+        let uses = |s: &Scenario, name: &str| {
+            s.network
+                .tenants
+                .iter()
+                .filter(|t| t.name.ends_with(name))
+                .count()
+        };
+        // every trace is drawn once before any is reused, so "burst" is in the plain draw ...
+        let (plain, requests, redrawn) = build_run(&cfg, &traces, 7).unwrap();
+        assert_eq!(redrawn, 0);
+        assert!(uses(&plain, "-burst") >= 1);
+        // ... and replayed alone (rotated as drawn) it misses 10 ms, while "steady" meets it
+        let replay = Replay::with_requests(&plain, requests);
+        for (i, t) in plain.network.tenants.iter().enumerate() {
+            let mut plan = Plan::first(&plain, 0);
+            plan.tenants = vec![i];
+            let r = replay.run(&plan, Service::default(), cfg.window_s).unwrap();
+            assert_eq!(
+                r.tenants[0].meets_slo,
+                t.name.ends_with("-steady"),
+                "{}",
+                t.name
+            );
+        }
+        // with the isolation test every burst draw is replaced by a steady one
+        cfg.isolated = true;
+        let (kept, requests, redrawn) = build_run(&cfg, &traces, 7).unwrap();
+        assert_eq!(uses(&kept, "-burst"), 0);
+        assert_eq!(uses(&kept, "-steady"), 8);
+        assert!(redrawn >= 1);
+        assert_eq!(requests.len(), 8);
     }
 }

@@ -69,6 +69,16 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
         for p in run.policies.values() {
             assert!(p.admitted <= 16 && p.violations <= p.admitted);
             assert_eq!(p.violators.len(), p.violations);
+            // every admitted tenant with its bound (within its SLO) and its replay
+            assert_eq!(p.tenants.len(), p.admitted);
+            for t in &p.tenants {
+                assert!(
+                    t.bound_s > 0.0 && t.bound_s <= t.slo_s * (1.0 + 1e-9),
+                    "{t:?}"
+                );
+            }
+            let missed = p.tenants.iter().filter(|t| t.worst_s > t.slo_s).count();
+            assert_eq!(missed, p.violations);
         }
     }
     assert!(r.runs[0].opt.is_some() && r.runs[1].opt.is_none());
@@ -82,6 +92,26 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
         );
     }
     assert!(raw["summary"]["ratio"].is_number() || raw["summary"]["ratio"].is_null());
-    assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
+    for (name, p) in &r.summary.policies {
+        let above: f64 = r
+            .runs
+            .iter()
+            .map(|x| {
+                x.policies[name]
+                    .tenants
+                    .iter()
+                    .filter(|t| t.worst_s > t.bound_s)
+                    .count() as f64
+            })
+            .sum::<f64>()
+            / 2.0;
+        assert!((p.above_bound - above).abs() < 1e-12, "{name}");
+        assert!(
+            p.bound_over_replay.is_some_and(|x| x > 0.0) || p.admitted == 0.0,
+            "{name}"
+        );
+    }
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("bound vs replay"));
     assert!(std::fs::read_to_string(out).unwrap().contains("\"runs\""));
 }
