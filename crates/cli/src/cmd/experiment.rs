@@ -2,12 +2,10 @@
 //! optionally writing JSON to a file and an SVG figure.
 
 use super::bound::{MethodArg, ThetaArg};
-use super::{print_json, progress, write_svg};
+use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
-use anyhow::Context;
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
 use tailbound_calculus::Method;
 use tailbound_experiments::bounds::{
     vs_dependent, vs_nines, vs_tenants, BoundsConfig, BoundsExperiment, TenantWorkload,
@@ -46,14 +44,14 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
                     .chain((a.step..=a.max_tenants).step_by(a.step.max(1)))
                     .collect(),
             };
-            let bar = progress(counts.len() as u64, a.common.json, "bounds");
+            let bar = progress(counts.len() as u64, a.common.output.json, "bounds");
             let exp = vs_tenants(&cfg, &counts, || bar.inc(1))?;
             bar.finish_and_clear();
             a.common.emit(&exp)
         }
         ExperimentCommand::BoundsDependent(a) => {
             let cfg = a.common.config()?;
-            let bar = progress(a.tenants as u64 + 1, a.common.json, "bounds");
+            let bar = progress(a.tenants as u64 + 1, a.common.output.json, "bounds");
             let exp = vs_dependent(&cfg, a.tenants, || bar.inc(1))?;
             bar.finish_and_clear();
             a.common.emit(&exp)
@@ -65,7 +63,7 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
                 cfg.methods.push(Method::Dnc);
             }
             let nines: Vec<u32> = (1..=a.max_nines).collect();
-            let bar = progress(nines.len() as u64, a.common.json, "bounds");
+            let bar = progress(nines.len() as u64, a.common.output.json, "bounds");
             let exp = vs_nines(&cfg, a.tenants, &nines, || bar.inc(1))?;
             bar.finish_and_clear();
             a.common.emit(&exp)
@@ -92,15 +90,8 @@ pub struct BoundsCommon {
     /// θ search of the SNC bounds
     #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]
     pub theta: ThetaArg,
-    /// print JSON on stdout instead of a table
-    #[arg(long)]
-    pub json: bool,
-    /// also write the JSON result to this file
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// draw the figure to this SVG file
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: ExperimentOutput,
 }
 
 impl BoundsCommon {
@@ -116,19 +107,7 @@ impl BoundsCommon {
     }
 
     fn emit(&self, exp: &BoundsExperiment) -> anyhow::Result<Outcome> {
-        if let Some(path) = &self.out {
-            let json = serde_json::to_string_pretty(exp)?;
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-        if let Some(path) = &self.svg {
-            write_svg(path, &figure(exp))?;
-        }
-        if self.json {
-            print_json(exp)?;
-        } else {
-            print!("{}", table(exp));
-        }
+        self.output.emit(exp, || figure(exp), || table(exp))?;
         Ok(Outcome::Ok)
     }
 }

@@ -3,7 +3,7 @@
 
 use super::admit::PolicyArg;
 use super::curve::SizesArg;
-use super::{duration_arg, print_json, progress, rate_arg, write_svg};
+use super::{duration_arg, progress, rate_arg, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
 use anyhow::Context;
@@ -72,15 +72,10 @@ pub struct AdmissionArgs {
     /// worker threads (runs in parallel)
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// print JSON on stdout
-    #[arg(long)]
-    pub json: bool,
-    /// also write the JSON to this file
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// box plots of admitted tenants and bytes per policy (snc-meister Fig. 10/11)
-    #[arg(long)]
-    pub svg: Option<PathBuf>,
+    // the figure: box plots of admitted tenants and bytes per policy (snc-meister Fig. 10/11)
+    // and each admitted tenant's bound against its replay
+    #[command(flatten)]
+    pub output: ExperimentOutput,
 }
 
 /// What rate limits do with excess requests, on the command line.
@@ -130,7 +125,7 @@ pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
         threads: a.threads,
     };
     let steps = cfg.traces.len() + cfg.runs * cfg.policies.len() + cfg.opt_runs;
-    let bar = progress(steps as u64, a.json, "admission");
+    let bar = progress(steps as u64, a.output.json, "admission");
     let result = run(&cfg, &|p| {
         bar.inc(1);
         match p {
@@ -140,18 +135,8 @@ pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
         }
     })?;
     bar.finish_and_clear();
-    if let Some(path) = &a.out {
-        std::fs::write(path, serde_json::to_string_pretty(&result)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    if a.json {
-        print_json(&result)?;
-    } else {
-        print!("{}", table(&result));
-    }
-    if let Some(path) = &a.svg {
-        write_svg(path, &figure(&result))?;
-    }
+    a.output
+        .emit(&result, || figure(&result), || table(&result))?;
     let violations: usize = result
         .runs
         .iter()

@@ -2,7 +2,7 @@
 //! (workload-compactor Fig. 6/11/13), placement time of first-fit vs fast-first-fit
 //! (Fig. 12), and the replayed SLO check.
 
-use super::{load_trace, print_json, progress, write_svg};
+use super::{load_trace, progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
 use anyhow::{bail, Context};
@@ -74,15 +74,9 @@ pub struct PlacementArgs {
     /// worker threads for characterization and replay
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// print JSON on stdout instead of a table
-    #[arg(long)]
-    pub json: bool,
-    /// also write the JSON result to this file
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// draw servers per policy (normalised to compactor) and time vs workloads to this SVG
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
+    // the figure: servers per policy (normalised to compactor) and time vs workloads
+    #[command(flatten)]
+    pub output: ExperimentOutput,
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
@@ -138,49 +132,52 @@ pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
         excess: a.excess.into(),
         ..PlacementExperimentConfig::default()
     };
-    let bar = progress((a.workloads + a.policies.len()) as u64, a.json, "placement");
+    let bar = progress(
+        (a.workloads + a.policies.len()) as u64,
+        a.output.json,
+        "placement",
+    );
     let exp = run(&traces, &cfg, |_| bar.inc(1))?;
     bar.finish_and_clear();
-    if let Some(path) = &a.out {
-        let json = serde_json::to_string_pretty(&exp)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
+    a.output.emit(&exp, || figure(&exp), || report(&exp))?;
+    Ok(Outcome::Ok)
+}
+
+/// The text output: the table, the ratio, what the pool kept, and every violation.
+fn report(exp: &PlacementExperiment) -> String {
+    use std::fmt::Write;
+    let mut out = table(exp);
+    if let Some(r) = exp.summary.ratio {
+        let _ = writeln!(
+            out,
+            "best baseline ({}) needs {r:.2}x compactor's servers",
+            exp.summary.best_baseline.as_deref().unwrap_or("-")
+        );
     }
-    if let Some(path) = &a.svg {
-        write_svg(path, &figure(&exp))?;
-    }
-    if a.json {
-        print_json(&exp)?;
-    } else {
-        print!("{}", table(&exp));
-        if let Some(r) = exp.summary.ratio {
-            println!(
-                "best baseline ({}) needs {r:.2}x compactor's servers",
-                exp.summary.best_baseline.as_deref().unwrap_or("-")
+    let _ = writeln!(
+        out,
+        "workloads: {} kept, {} redrawn (alone under WorkloadCompactor no limits fit them, \
+         or their held-out half missed its SLO behind strict limits; §5.1)",
+        exp.setting.workloads, exp.setting.redrawn
+    );
+    let _ = writeln!(
+        out,
+        "alone: workloads whose limits under the policy miss their SLO even alone; each \
+         has a server of its own without limits (counted in servers)"
+    );
+    for (name, r) in &exp.policies {
+        for v in &r.violators {
+            let _ = writeln!(
+                out,
+                "violation under {name}: {} worst window {:.1} ms, SLO {:.1} ms, unshaped {:.1} ms",
+                v.name,
+                v.worst_s * 1e3,
+                v.slo_s * 1e3,
+                v.unshaped_worst_s * 1e3
             );
         }
-        println!(
-            "workloads: {} kept, {} redrawn (alone under WorkloadCompactor no limits fit them, \
-             or their held-out half missed its SLO behind strict limits; §5.1)",
-            exp.setting.workloads, exp.setting.redrawn
-        );
-        println!(
-            "alone: workloads whose limits under the policy miss their SLO even alone; each \
-             has a server of its own without limits (counted in servers)"
-        );
-        for (name, r) in &exp.policies {
-            for v in &r.violators {
-                println!(
-                    "violation under {name}: {} worst window {:.1} ms, SLO {:.1} ms, unshaped {:.1} ms",
-                    v.name,
-                    v.worst_s * 1e3,
-                    v.slo_s * 1e3,
-                    v.unshaped_worst_s * 1e3
-                );
-            }
-        }
     }
-    Ok(Outcome::Ok)
+    out
 }
 
 fn table(exp: &PlacementExperiment) -> String {

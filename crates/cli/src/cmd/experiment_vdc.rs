@@ -5,12 +5,10 @@
 //! throughput/guarantee ratios spread by more than 25% (the paper keeps them).
 
 use super::alloc::MraArg;
-use super::{print_json, progress, write_svg};
+use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
-use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::PathBuf;
 use tailbound_experiments::vdc::{
     capacity, enforcement, CapacityExperiment, CapacityPhase, EnforcementExperiment, Isolation,
     VdcConfig,
@@ -58,15 +56,8 @@ pub struct VdcCommon {
     pub global: MraArg,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// print JSON on stdout instead of a table
-    #[arg(long)]
-    pub json: bool,
-    /// also write the JSON result to this file
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// draw the figure to this SVG file
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: ExperimentOutput,
 }
 
 impl VdcCommon {
@@ -77,18 +68,6 @@ impl VdcCommon {
             global: self.global.into(),
             seed: self.seed,
         }
-    }
-
-    fn write(&self, value: &impl serde::Serialize, figure: &Figure) -> anyhow::Result<()> {
-        if let Some(path) = &self.out {
-            let json = serde_json::to_string_pretty(value)?;
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-        if let Some(path) = &self.svg {
-            write_svg(path, figure)?;
-        }
-        Ok(())
     }
 }
 
@@ -113,15 +92,14 @@ pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
         VdcCommand::Enforcement(a) => {
             let cfg = a.common.config(40.0);
             let modes: Vec<Isolation> = a.modes.iter().map(|&m| m.into()).collect();
-            let bar = progress(modes.len() as u64, a.common.json, "simulating");
+            let bar = progress(modes.len() as u64, a.common.output.json, "simulating");
             let exp = enforcement(&cfg, &modes, || bar.inc(1))?;
             bar.finish_and_clear();
-            a.common.write(&exp, &enforcement_figure(&exp))?;
-            if a.common.json {
-                print_json(&exp)?;
-            } else {
-                print!("{}", enforcement_table(&exp));
-            }
+            a.common.output.emit(
+                &exp,
+                || enforcement_figure(&exp),
+                || enforcement_table(&exp),
+            )?;
             let pulsar_ok = exp
                 .modes
                 .iter()
@@ -136,12 +114,9 @@ pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
         VdcCommand::Capacity(a) => {
             let cfg = a.common.config(40.0);
             let exp = capacity(&cfg)?;
-            a.common.write(&exp, &capacity_figure(&exp))?;
-            if a.common.json {
-                print_json(&exp)?;
-            } else {
-                print!("{}", capacity_table(&exp));
-            }
+            a.common
+                .output
+                .emit(&exp, || capacity_figure(&exp), || capacity_table(&exp))?;
             let ok = exp.phases.iter().all(CapacityPhase::holds);
             Ok(if ok {
                 Outcome::Ok

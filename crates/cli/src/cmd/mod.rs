@@ -1,5 +1,5 @@
 //! One module per subcommand, plus the small helpers they share: loading traces with context,
-//! printing JSON, writing SVG figures, progress bars.
+//! printing JSON, writing SVG figures, an experiment's output options, progress bars.
 
 pub mod admit;
 pub mod alloc;
@@ -19,7 +19,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tailbound_plot::Figure;
 use tailbound_trace::Trace;
 
@@ -43,6 +43,46 @@ pub fn write_svg(path: &Path, figure: &Figure) -> anyhow::Result<()> {
     std::fs::write(path, svg).with_context(|| format!("cannot write SVG to {}", path.display()))?;
     tracing::info!(path = %path.display(), "wrote plot");
     Ok(())
+}
+
+/// Where an experiment's result goes (every `tailbound experiment` takes these).
+#[derive(Debug, clap::Args)]
+pub struct ExperimentOutput {
+    /// print JSON on stdout instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// also write the JSON result to this file
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// draw the experiment's figure to this SVG file
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+impl ExperimentOutput {
+    /// Writes `--out` and `--svg` (the figure is drawn only then), and prints the JSON with
+    /// `--json`, otherwise `text`.
+    pub fn emit(
+        &self,
+        value: &impl Serialize,
+        figure: impl FnOnce() -> Figure,
+        text: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        if let Some(path) = &self.out {
+            let json = serde_json::to_string_pretty(value)?;
+            std::fs::write(path, json + "\n")
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        if let Some(path) = &self.svg {
+            write_svg(path, &figure())?;
+        }
+        if self.json {
+            print_json(value)
+        } else {
+            print!("{}", text());
+            Ok(())
+        }
+    }
 }
 
 /// A progress bar on stderr for `len` steps; hidden when stderr is not a terminal, with
