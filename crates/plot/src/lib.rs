@@ -25,6 +25,9 @@ pub enum Scale {
     Log,
 }
 
+/// Radius of a data marker [px].
+const MARKER_R: f64 = 3.0;
+
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -486,7 +489,7 @@ fn render_chart(
                 for (x, y) in xy {
                     let _ = writeln!(
                         out,
-                        r#"<circle cx="{x:.2}" cy="{y:.2}" r="2.5" fill="{color}"/>"#
+                        r#"<circle cx="{x:.2}" cy="{y:.2}" r="{MARKER_R}" fill="{color}"/>"#
                     );
                 }
             }
@@ -495,7 +498,7 @@ fn render_chart(
                     for &(x, y) in &xy {
                         let _ = writeln!(
                             out,
-                            r#"<circle cx="{x:.2}" cy="{y:.2}" r="2.5" fill="{color}"/>"#
+                            r#"<circle cx="{x:.2}" cy="{y:.2}" r="{MARKER_R}" fill="{color}"/>"#
                         );
                     }
                 }
@@ -531,13 +534,28 @@ fn render_chart(
         for (row, (i, s)) in named.iter().enumerate() {
             let y = pt + 22.0 + row as f64 * 16.0;
             let color = PALETTE[i % PALETTE.len()];
+            // the key is drawn as the series is: a line, a marker, or both
+            if s.style != Style::Points {
+                let _ = write!(
+                    out,
+                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2.5"/>"#,
+                    bx + 6.0,
+                    y - 4.0,
+                    bx + 24.0,
+                    y - 4.0,
+                );
+            }
+            if matches!(s.style, Style::Points | Style::Samples) {
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="{MARKER_R}" fill="{color}"/>"#,
+                    bx + 15.0,
+                    y - 4.0,
+                );
+            }
             let _ = writeln!(
                 out,
-                r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-                bx + 6.0,
-                y - 4.0,
-                bx + 24.0,
-                y - 4.0,
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
                 bx + 28.0,
                 y,
                 escape(&s.name)
@@ -571,7 +589,8 @@ mod tests {
             vec![(0.0, 1.0), (-1.0, 2.0), (10.0, 3.0)],
         ));
         let svg = Figure::new(vec![c.clone()]).to_svg().unwrap();
-        assert_eq!(svg.matches("<circle").count(), 1);
+        // the one point kept, and the legend's key
+        assert_eq!(svg.matches("<circle").count(), 2);
         let empty = Chart::new("empty")
             .x_scale(Scale::Log)
             .series(Series::line("p", vec![(0.0, 1.0), (f64::NAN, 1.0)]));
@@ -583,13 +602,34 @@ mod tests {
     }
 
     #[test]
+    fn legend_keys_are_drawn_as_their_series() {
+        let c = Chart::new("k")
+            .series(Series::line("l", vec![(0.0, 1.0), (1.0, 2.0)]))
+            .series(Series::points("p", vec![(0.5, 1.5)]))
+            .series(Series::samples("s", vec![(0.0, 2.0), (1.0, 1.0)]));
+        let svg = Figure::new(vec![c]).to_svg().unwrap();
+        let legend: Vec<&str> = svg
+            .lines()
+            .filter(|l| {
+                l.contains("<text") && (l.contains(">l<") || l.contains(">p<") || l.contains(">s<"))
+            })
+            .collect();
+        assert_eq!(legend.len(), 3, "{svg}");
+        // line: a stroke and no marker; points: a marker and no stroke; samples: both
+        assert!(legend[0].contains("<line") && !legend[0].contains("<circle"));
+        assert!(!legend[1].contains("<line") && legend[1].contains("<circle"));
+        assert!(legend[2].contains("<line") && legend[2].contains("<circle"));
+    }
+
+    #[test]
     fn samples_are_markers_joined_straight() {
         let c = Chart::new("s").x_scale(Scale::Log).series(Series::samples(
             "m",
             vec![(1.0, 1.0), (100.0, 2.0), (1e4, 3.0)],
         ));
         let svg = Figure::new(vec![c]).to_svg().unwrap();
-        assert_eq!(svg.matches("<circle").count(), 3);
+        // three samples and the legend's key
+        assert_eq!(svg.matches("<circle").count(), 4);
         // three points, no interpolated ones: M + 2 L
         let path = svg.lines().find(|l| l.starts_with("<path")).unwrap();
         assert_eq!(path.matches(" L").count(), 2, "{path}");
