@@ -87,6 +87,15 @@ impl Job {
             timeout_s: self.timeout.as_secs_f64(),
         }
     }
+    /// A closed-loop TCP reply must answer the exchange just sent.
+    fn check_reply(&self, seq: u64, reply: &[u8]) -> Result<(), ProbeError> {
+        let got = wire::seq_of(reply);
+        if got == seq {
+            Ok(())
+        } else {
+            Err(self.bad_reply(format!("reply to exchange {seq} carries sequence {got}")))
+        }
+    }
     fn bad_reply(&self, what: String) -> ProbeError {
         ProbeError::Protocol {
             addr: self.server,
@@ -124,10 +133,21 @@ impl PairRun {
             last: start,
         }
     }
+    /// Exchange `seq`, due or sent at `from`, was answered at `at`: its RTT is recorded
+    /// (after the warm-up) and `at` is the last answer so far.
     #[inline]
-    fn record(&mut self, job: &Job, seq: u64, rtt: Duration) {
+    fn record(&mut self, job: &Job, seq: u64, from: Instant, at: Instant) {
         if seq >= job.warmup {
+            let rtt = at.saturating_duration_since(from);
             self.hist.saturating_record(rtt.as_nanos() as u64);
+        }
+        self.last = at;
+    }
+
+    /// Exchange `seq` got no answer in time (counted after the warm-up).
+    fn lose(&mut self, job: &Job, seq: u64) {
+        if seq >= job.warmup {
+            self.lost += 1;
         }
     }
 }
@@ -357,14 +377,8 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                 s.read_exact(&mut resp[..job.size])
                     .map_err(|e| with_seq(job.io_err(e), seq))?;
                 let t1 = Instant::now();
-                if wire::seq_of(&resp) != seq {
-                    return Err(job.bad_reply(format!(
-                        "reply to exchange {seq} carries sequence {}",
-                        wire::seq_of(&resp)
-                    )));
-                }
-                run.record(job, seq, t1 - t0);
-                run.last = t1;
+                job.check_reply(seq, &resp)?;
+                run.record(job, seq, t0, t1);
                 ctl.tick();
             }
             run.sent = job.count;
@@ -381,8 +395,7 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                     match s.recv(&mut resp) {
                         Ok(n) if n >= wire::HEADER_BYTES && wire::seq_of(&resp) == seq => {
                             let t1 = Instant::now();
-                            run.record(job, seq, t1 - t0);
-                            run.last = t1;
+                            run.record(job, seq, t0, t1);
                             break;
                         }
                         // A late reply to an earlier exchange counted lost.
@@ -390,9 +403,7 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                         Err(e)
                             if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
                         {
-                            if seq >= job.warmup {
-                                run.lost += 1;
-                            }
+                            run.lose(job, seq);
                             break;
                         }
                         Err(e) => return Err(job.io_err(e)),
@@ -514,8 +525,7 @@ fn receive(
                     .map_err(|e| with_seq(job.io_err(e), received))?;
                 let now = Instant::now();
                 let seq = wire::seq_of(&resp);
-                run.record(job, seq, now.saturating_duration_since(job.due(start, seq)));
-                run.last = now;
+                run.record(job, seq, job.due(start, seq), now);
                 received += 1;
                 ctl.tick();
             }
@@ -530,8 +540,7 @@ fn receive(
                     Ok(n) if n >= wire::HEADER_BYTES => {
                         let now = Instant::now();
                         let seq = wire::seq_of(&resp);
-                        run.record(job, seq, now.saturating_duration_since(job.due(start, seq)));
-                        run.last = now;
+                        run.record(job, seq, job.due(start, seq), now);
                         received += 1;
                         measured += u64::from(seq >= job.warmup);
                         ctl.tick();
@@ -676,14 +685,8 @@ async fn nb_tcp_closed(
             Err(_) => return Err(job.timeout_err(seq)),
         }
         let t1 = Instant::now();
-        if wire::seq_of(&resp) != seq {
-            return Err(job.bad_reply(format!(
-                "reply to exchange {seq} carries sequence {}",
-                wire::seq_of(&resp)
-            )));
-        }
-        run.record(job, seq, t1 - t0);
-        run.last = t1;
+        job.check_reply(seq, &resp)?;
+        run.record(job, seq, t0, t1);
         ctl.tick();
     }
     run.sent = job.count;
@@ -710,16 +713,13 @@ async fn nb_udp_closed(
             match tokio::time::timeout_at(deadline, s.recv(&mut resp)).await {
                 Ok(Ok(n)) if n >= wire::HEADER_BYTES && wire::seq_of(&resp) == seq => {
                     let t1 = Instant::now();
-                    run.record(job, seq, t1 - t0);
-                    run.last = t1;
+                    run.record(job, seq, t0, t1);
                     break;
                 }
                 Ok(Ok(_)) => continue,
                 Ok(Err(e)) => return Err(job.io_err(e)),
                 Err(_) => {
-                    if seq >= job.warmup {
-                        run.lost += 1;
-                    }
+                    run.lose(job, seq);
                     break;
                 }
             }
@@ -769,8 +769,7 @@ async fn nb_tcp_open(
             }
             let now = Instant::now();
             let seq = wire::seq_of(&resp);
-            run.record(job, seq, now.saturating_duration_since(job.due(start, seq)));
-            run.last = now;
+            run.record(job, seq, job.due(start, seq), now);
             ctl2.tick();
         }
         Ok(run)
@@ -799,8 +798,7 @@ async fn nb_udp_open(
                 Ok(Ok(n)) if n >= wire::HEADER_BYTES => {
                     let now = Instant::now();
                     let seq = wire::seq_of(&resp);
-                    run.record(job, seq, now.saturating_duration_since(job.due(start, seq)));
-                    run.last = now;
+                    run.record(job, seq, job.due(start, seq), now);
                     received += 1;
                     measured += u64::from(seq >= job.warmup);
                     ctl2.tick();
