@@ -457,6 +457,8 @@ fn render_chart(
         pr - pl,
         pb - pt
     );
+    // every drawn point and vertex, for placing the legend where it hides the least
+    let mut drawn: Vec<(f64, f64)> = Vec::new();
     for (i, s) in chart.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         // A line means linear interpolation in data space; on a log axis that is a curve, so
@@ -484,6 +486,7 @@ fn render_chart(
             }
             xy = stepped;
         }
+        drawn.extend(&xy);
         match s.style {
             Style::Points => {
                 for (x, y) in xy {
@@ -524,15 +527,14 @@ fn render_chart(
     if !named.is_empty() {
         let longest = named.iter().map(|(_, s)| s.name.len()).max().unwrap_or(0) as f64;
         let bw = 34.0 + longest * 6.6;
-        let bx = pr - bw - 8.0;
+        let bh = named.len() as f64 * 16.0 + 6.0;
+        let (bx, by) = legend_corner(&drawn, (pl, pt, pr, pb), (bw, bh));
         let _ = writeln!(
             out,
-            r##"<rect x="{bx:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="white" fill-opacity="0.85" stroke="#999"/>"##,
-            pt + 8.0,
-            named.len() as f64 * 16.0 + 6.0
+            r##"<rect x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="white" fill-opacity="0.85" stroke="#999"/>"##,
         );
         for (row, (i, s)) in named.iter().enumerate() {
-            let y = pt + 22.0 + row as f64 * 16.0;
+            let y = by + 14.0 + row as f64 * 16.0;
             let color = PALETTE[i % PALETTE.len()];
             // the key is drawn as the series is: a line, a marker, or both
             if s.style != Style::Points {
@@ -563,6 +565,37 @@ fn render_chart(
         }
     }
     Ok(())
+}
+
+/// Where a legend box of `size` (w, h) goes in the plot area `area` (left, top, right, bottom):
+/// the inside corner, of top-right, top-left, bottom-right and bottom-left, over the fewest of
+/// the `drawn` points (the first of them on a tie).
+fn legend_corner(drawn: &[(f64, f64)], area: (f64, f64, f64, f64), size: (f64, f64)) -> (f64, f64) {
+    const INSET: f64 = 8.0;
+    let (pl, pt, pr, pb) = area;
+    let (w, h) = size;
+    let corners = [
+        (pr - w - INSET, pt + INSET),
+        (pl + INSET, pt + INSET),
+        (pr - w - INSET, pb - h - INSET),
+        (pl + INSET, pb - h - INSET),
+    ];
+    let hidden = |&(x, y): &(f64, f64)| {
+        drawn
+            .iter()
+            .filter(|&&(px, py)| {
+                px >= x - MARKER_R
+                    && px <= x + w + MARKER_R
+                    && py >= y - MARKER_R
+                    && py <= y + h + MARKER_R
+            })
+            .count()
+    };
+    corners
+        .iter()
+        .copied()
+        .min_by_key(hidden)
+        .unwrap_or(corners[0])
 }
 
 #[cfg(test)]
@@ -619,6 +652,39 @@ mod tests {
         assert!(legend[0].contains("<line") && !legend[0].contains("<circle"));
         assert!(!legend[1].contains("<line") && legend[1].contains("<circle"));
         assert!(legend[2].contains("<line") && legend[2].contains("<circle"));
+    }
+
+    #[test]
+    fn legend_moves_off_the_data() {
+        let legend_x = |c: Chart| -> f64 {
+            let svg = Figure::new(vec![c]).to_svg().unwrap();
+            let rect = svg
+                .lines()
+                .find(|l| l.contains("fill-opacity"))
+                .unwrap()
+                .to_string();
+            let x = rect
+                .split("x=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            x.parse().unwrap()
+        };
+        // data along the bottom: the legend stays top-right
+        let low: Vec<(f64, f64)> = (0..20).map(|i| (i as f64, 0.0)).collect();
+        let mut c = Chart::new("c").series(Series::points("low", low.clone()));
+        let right = legend_x(c.clone());
+        // a cluster in the top-right corner moves it to the top left
+        c = c.series(Series::points(
+            "top right",
+            (0..10)
+                .map(|i| (19.0 - 0.1 * i as f64, 10.0 - 0.1 * i as f64))
+                .collect(),
+        ));
+        let moved = legend_x(c);
+        assert!(moved < right, "legend at x {moved}, before {right}");
     }
 
     #[test]
