@@ -11,11 +11,16 @@
 //!   curves, rate-latency service, static-priority leftover, delay bounds; the
 //!   PriorityMeister-style analysis and workload-compactor eqs. (1), (5)–(7).
 //!
+//! [`mg1`] is not a calculus but an exact reference: the stationary workload of one FIFO queue
+//! fed by compound Poisson batches (Pollaczek–Khinchine), against which the SNC bounds of the
+//! same model are tested.
+//!
 //! This crate does no I/O and reads no clock. Networks come from `tailbound-model`
 //! ([`Network`]); building them from files lives in `tailbound-scenario`. Non-finite numbers
 //! never leave the crate: an unstable queue gives [`Bound::Unbounded`], never NaN or infinity.
 
 pub mod dnc;
+pub mod mg1;
 pub mod snc;
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,5 @@
 //! Integration tests of tailbound-calculus.
 
 mod dnc;
+mod mg1;
 mod snc;
