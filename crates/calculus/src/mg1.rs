@@ -35,7 +35,7 @@ enum Sizes {
     Exponential {
         mean: f64,
     },
-    /// `(work, probability)`, work ascending, probabilities summing to 1
+    /// `(work, probability)`, probabilities summing to 1
     Atoms(Vec<(f64, f64)>),
 }
 
@@ -82,13 +82,13 @@ impl CompoundPoisson {
                          {total}) and a mean above 0"
                     )));
                 }
-                let mut a: Vec<(f64, f64)> = atoms
-                    .iter()
-                    .filter(|a| a[1] > 0.0)
-                    .map(|a| (a[0], a[1]))
-                    .collect();
-                a.sort_by(|x, y| x.0.total_cmp(&y.0));
-                Sizes::Atoms(a)
+                Sizes::Atoms(
+                    atoms
+                        .iter()
+                        .filter(|a| a[1] > 0.0)
+                        .map(|a| (a[0], a[1]))
+                        .collect(),
+                )
             }
         };
         Ok(CompoundPoisson { rate_per_s, sizes })
@@ -128,7 +128,6 @@ impl CompoundPoisson {
                     .into(),
             ));
         }
-        atoms.sort_by(|x, y| x.0.total_cmp(&y.0));
         Ok(CompoundPoisson {
             rate_per_s: rate,
             sizes: Sizes::Atoms(atoms),
@@ -198,10 +197,8 @@ impl CompoundPoisson {
             let h = range / cells as f64;
             let tails = self.tails(rho, h, cells);
             if let Some(k) = tails.iter().position(|&t| t <= epsilon) {
+                // k > 0: P(V > 0) = ρ > ε here
                 let found = k as f64 * h;
-                if k == 0 {
-                    return Ok(0.0);
-                }
                 // Again on [0, found] only: a finer grid rounds up less. Both quantiles are
                 // upper bounds of the exact one, so the lesser is too.
                 let h2 = found / cells as f64;

@@ -489,20 +489,16 @@ fn render_chart(
         drawn.extend(&xy);
         match s.style {
             Style::Points => {
-                for (x, y) in xy {
-                    let _ = writeln!(
-                        out,
-                        r#"<circle cx="{x:.2}" cy="{y:.2}" r="{MARKER_R}" fill="{color}"/>"#
-                    );
+                for p in xy {
+                    marker(out, p, color);
+                    out.push('\n');
                 }
             }
             Style::Line | Style::Step | Style::Samples => {
                 if s.style == Style::Samples {
-                    for &(x, y) in &xy {
-                        let _ = writeln!(
-                            out,
-                            r#"<circle cx="{x:.2}" cy="{y:.2}" r="{MARKER_R}" fill="{color}"/>"#
-                        );
+                    for &p in &xy {
+                        marker(out, p, color);
+                        out.push('\n');
                     }
                 }
                 let mut d = String::with_capacity(xy.len() * 16);
@@ -548,12 +544,7 @@ fn render_chart(
                 );
             }
             if matches!(s.style, Style::Points | Style::Samples) {
-                let _ = write!(
-                    out,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="{MARKER_R}" fill="{color}"/>"#,
-                    bx + 15.0,
-                    y - 4.0,
-                );
+                marker(out, (bx + 15.0, y - 4.0), color);
             }
             let _ = writeln!(
                 out,
@@ -565,6 +556,14 @@ fn render_chart(
         }
     }
     Ok(())
+}
+
+/// A data marker at pixel `(x, y)` (no line break: a legend key continues the line).
+fn marker(out: &mut String, (x, y): (f64, f64), color: &str) {
+    let _ = write!(
+        out,
+        r#"<circle cx="{x:.2}" cy="{y:.2}" r="{MARKER_R}" fill="{color}"/>"#
+    );
 }
 
 /// Where a legend box of `size` (w, h) goes in the plot area `area` (left, top, right, bottom):
