@@ -645,6 +645,7 @@ fn replay_server(
             worst_s: sim.tenants[t].worst_window_s(),
             slo_s: net.tenants[t].slo.latency_s,
             unshaped_worst_s: free.tenants[t].worst_window_s(),
+            alone_limited_worst_s: None,
         })
         .collect();
     Ok(out)

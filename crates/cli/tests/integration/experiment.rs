@@ -82,6 +82,19 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
         }
     }
     assert!(r.runs[0].opt.is_some() && r.runs[1].opt.is_none());
+    // the default regime: traces sped up 5x, tenants kept when they meet their SLO alone
+    assert_eq!(r.config.speed_up, 5.0);
+    assert!(r.config.isolated);
+    // a violator is diagnosed alone behind its own limits
+    for p in r.runs.iter().flat_map(|x| x.policies.values()) {
+        assert!(p
+            .violators
+            .iter()
+            .all(|v| v.alone_limited_worst_s.is_some()));
+    }
+    for p in r.summary.policies.values() {
+        assert!(p.of_opt_median.is_some() && p.of_opt.is_some());
+    }
     // the two runs draw different arrival orders
     assert_ne!(r.runs[0].seed, r.runs[1].seed);
     let raw: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
@@ -114,4 +127,22 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
     let svg = std::fs::read_to_string(svg).unwrap();
     assert!(svg.contains("<svg") && svg.contains("bound vs replay"));
     assert!(std::fs::read_to_string(out).unwrap().contains("\"runs\""));
+}
+
+#[test]
+fn admission_experiment_refuses_a_speed_up_that_is_not_positive() {
+    let traces = tailbound_testdata::production_dir();
+    let done = crate::common::tailbound(&[
+        "experiment",
+        "admission",
+        "--traces",
+        traces.to_str().unwrap(),
+        "--speed-up",
+        "0",
+        "--isolated",
+        "false",
+    ]);
+    assert_eq!(done.status.code(), Some(2));
+    let err = crate::common::stderr(&done);
+    assert!(err.contains("speed-up 0 is not allowed"), "{err}");
 }
