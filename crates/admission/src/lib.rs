@@ -29,7 +29,7 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
-use tailbound_calculus::{CalculusError, TenantBound};
+use tailbound_calculus::{Bound, CalculusError, TenantBound};
 use tailbound_model::{Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision};
 
 /// The admission policies of snc-meister §5.1.
@@ -107,6 +107,8 @@ pub enum AdmissionError {
         name: String,
         known: String,
     },
+    #[error("the traffic to bound differs from the admitted network: {0} (expected the same queues, flows and tenants, with other models)")]
+    TrafficMismatch(String),
     #[error("flow {flow:?} has no {model}; the {policy} policy needs one for every flow (characterize the tenants from traces)")]
     MissingModel {
         flow: String,
@@ -219,6 +221,39 @@ impl<'n> Admission<'n> {
     pub fn bounds(&self) -> Result<Vec<TenantBound>, AdmissionError> {
         let set: Vec<(usize, &Grant)> = self.admitted.iter().map(|(&t, g)| (t, g)).collect();
         policy::bound_set(self.net, self.policy, &set, &self.groups, None)
+    }
+
+    /// The bound of every admitted tenant, as [`Admission::bounds`], but for the traffic
+    /// `traffic` describes: the engine's network with other MMPPs and arrival curves (e.g.
+    /// fitted on the half a replay sends). Priorities and rate limits stay as decided; each
+    /// shaper delay is that of `traffic` through the same buckets, and a tenant whose buckets
+    /// cannot carry its traffic (a mean above a limit) is unbounded. This is the verify step's
+    /// bound on the traffic actually sent: a replay above it is a failure of a bound or of the
+    /// simulator, while a replay only above [`Admission::bounds`] may be the characterization's.
+    pub fn bounds_on(&self, traffic: &Network) -> Result<Vec<TenantBound>, AdmissionError> {
+        same_shape(self.net, traffic)?;
+        policy::check_models(traffic, self.policy)?;
+        let mut unbounded = HashMap::new();
+        let grants: Vec<(usize, Grant)> = self
+            .admitted
+            .iter()
+            .map(|(&t, g)| match policy::regrant(traffic, t, g) {
+                Ok(g) => (t, g),
+                Err(why) => {
+                    unbounded.insert(t, why);
+                    (t, g.clone())
+                }
+            })
+            .collect();
+        let set: Vec<(usize, &Grant)> = grants.iter().map(|(t, g)| (*t, g)).collect();
+        let mut bounds = policy::bound_set(traffic, self.policy, &set, &self.groups, None)?;
+        for b in &mut bounds {
+            if let Some(why) = unbounded.remove(&b.tenant) {
+                b.total = Bound::Unbounded(format!("its rate limits cannot carry it: {why}"));
+                b.meets_slo = false;
+            }
+        }
+        Ok(bounds)
     }
 
     /// Decides tenant `tenant` (an index into the network's tenants).
@@ -345,6 +380,43 @@ impl<'n> Admission<'n> {
                 .collect(),
         }
     }
+}
+
+/// `traffic` has `net`'s queues (and rates), flows (tenant and path) and tenants (flows and
+/// SLO); only the traffic models may differ.
+fn same_shape(net: &Network, traffic: &Network) -> Result<(), AdmissionError> {
+    let mismatch = |what: String| Err(AdmissionError::TrafficMismatch(what));
+    if net.queues != traffic.queues {
+        return mismatch("its queues or their rates".into());
+    }
+    if net.flows.len() != traffic.flows.len() || net.tenants.len() != traffic.tenants.len() {
+        return mismatch(format!(
+            "{} flows and {} tenants instead of {} and {}",
+            traffic.flows.len(),
+            traffic.tenants.len(),
+            net.flows.len(),
+            net.tenants.len()
+        ));
+    }
+    for (a, b) in net.flows.iter().zip(&traffic.flows) {
+        if (&a.name, a.tenant, &a.path) != (&b.name, b.tenant, &b.path) {
+            return mismatch(format!(
+                "flow {:?} is {:?} there, or runs elsewhere",
+                a.name, b.name
+            ));
+        }
+    }
+    for (a, b) in net.tenants.iter().zip(&traffic.tenants) {
+        if (&a.name, &a.flows, &a.slo, a.priority, &a.group)
+            != (&b.name, &b.flows, &b.slo, b.priority, &b.group)
+        {
+            return mismatch(format!(
+                "tenant {:?} is {:?} there, or has other flows, another SLO, priority or group",
+                a.name, b.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn changes(before: &HashMap<usize, u32>, after: &HashMap<usize, u32>) -> Vec<(usize, u32, u32)> {

@@ -183,6 +183,12 @@ fn grant(
     })
 }
 
+/// `g` (level and buckets kept) with the shaper delay of the traffic `net` carries; an error
+/// when a bucket's rate is below that traffic's mean.
+pub(crate) fn regrant(net: &Network, tenant: usize, g: &Grant) -> Result<Grant, String> {
+    grant(net, tenant, g.level, g.buckets.clone())
+}
+
 pub(crate) fn decide(
     net: &Network,
     policy: Policy,

@@ -6,15 +6,20 @@ use tailbound_admission::{Admission, AdmissionError, Policy};
 use tailbound_scenario::Scenario;
 
 fn scenario(slos_ms: &[u32]) -> Scenario {
+    scenario_at(slos_ms, 1000)
+}
+
+/// The tenants of [`scenario`] with `per_s` requests per second each instead of 1000.
+fn scenario_at(slos_ms: &[u32], per_s: u32) -> Scenario {
     let mut text = String::from("[[hosts]]\nname = \"server1\"\nlink = \"100Mbit\"\n");
     for (i, slo) in slos_ms.iter().enumerate() {
         text += &format!(
             "[[hosts]]\nname = \"client{i}\"\nlink = \"1Gbit\"\n[[tenants]]\nname = \"t{i}\"\n\
              client = \"client{i}\"\nserver = \"server1\"\nslo = \"{slo}ms\"\nseed = {}\n\
-             model = {{ arrival = {{ model = \"poisson\", rate_per_s = 1000 }}, sizes = {{ model = \
+             model = {{ arrival = {{ model = \"poisson\", rate_per_s = {per_s} }}, sizes = {{ model = \
              \"fixed\", bytes = 4096 }}, read_fraction = 1.0, duration_s = 40, vocabulary = \
              \"key_value\" }}\n",
-            i + 1
+            i + 1,
         );
     }
     tailbound_scenario::own::parse_toml(Path::new("admission-test.toml"), &text).unwrap()
@@ -128,4 +133,47 @@ fn qjump_puts_a_tenant_on_the_first_level_fast_enough_for_it() {
         .find(|l| l.flow == "t0-resp")
         .unwrap();
     assert!((resp.rate - 0.5 * 12.5e6).abs() < 1.0, "{resp:?}");
+}
+
+#[test]
+fn bounds_on_other_traffic_keep_the_decisions_and_follow_the_traffic() {
+    let s = scenario(&[200, 200, 200, 200]);
+    // each tenant 10% busier (~5.2 MB/s, under every policy's rate limits), then twice as busy
+    // (~9.4 MB/s: above them, and two of them overload the link)
+    let busier = scenario_at(&[200, 200, 200, 200], 1100);
+    let double = scenario_at(&[200, 200, 200, 200], 2000);
+    for policy in Policy::ALL {
+        let mut a = Admission::new(&s.network, policy).unwrap();
+        for t in 0..4 {
+            a.arrive(t).unwrap();
+        }
+        let bounds = a.bounds().unwrap();
+        assert_eq!(
+            a.bounds_on(&s.network).unwrap(),
+            bounds,
+            "{policy}: the same traffic"
+        );
+        let more = a.bounds_on(&busier.network).unwrap();
+        for (m, b) in more.iter().zip(&bounds) {
+            assert_eq!((m.tenant, m.priority), (b.tenant, b.priority), "{policy}");
+            let (m, b) = (m.total.seconds().unwrap(), b.total.seconds().unwrap());
+            assert!(m > b, "{policy}: busier traffic, bound {m} not above {b}");
+        }
+        for m in a.bounds_on(&double.network).unwrap() {
+            assert!(!m.meets_slo, "{policy}: {m:?}");
+            let why = match &m.total {
+                tailbound_calculus::Bound::Unbounded(why) => why.clone(),
+                other => panic!("{policy}: {other:?}"),
+            };
+            if policy != Policy::SncMeister {
+                assert!(why.contains("rate limits cannot carry"), "{policy}: {why}");
+            }
+        }
+    }
+    // another SLO, or fewer tenants, is not the same network with other traffic
+    let a = Admission::new(&s.network, Policy::SncMeister).unwrap();
+    for other in [scenario(&[200, 200, 200, 100]), scenario(&[200, 200, 200])] {
+        let e = a.bounds_on(&other.network).unwrap_err();
+        assert!(matches!(e, AdmissionError::TrafficMismatch(_)), "{e}");
+    }
 }

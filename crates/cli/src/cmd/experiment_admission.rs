@@ -11,7 +11,7 @@ use clap::Args;
 use std::path::PathBuf;
 use tailbound_admission::Policy;
 use tailbound_experiments::admission::{
-    run, AdmissionConfig, AdmissionResult, Progress, RunResult,
+    run, AdmissionConfig, AdmissionResult, Checked, Progress, RunResult,
 };
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
@@ -178,6 +178,7 @@ fn table(r: &AdmissionResult) -> String {
                 p.bound_over_replay
                     .map_or_else(|| "-".into(), |x| format!("{x:.1}")),
                 format!("{:.2}", p.above_bound),
+                format!("{:.2}", p.above_replayed_bound),
             ]
         })
         .collect();
@@ -207,6 +208,7 @@ fn table(r: &AdmissionResult) -> String {
             "ms/decision",
             "bound/replay (median)",
             "replay > bound",
+            "replay > bound on replayed",
         ],
         &rows,
     );
@@ -235,7 +237,7 @@ fn table(r: &AdmissionResult) -> String {
             for v in &p.violators {
                 out += &format!(
                     "violation in run {i}: {policy} admitted {}, worst window {:.1} ms > SLO {:.0} ms \
-                     (unshaped with the others {:.1} ms{})\n",
+                     (unshaped with the others {:.1} ms{}){}\n",
                     v.name,
                     v.worst_s * 1e3,
                     v.slo_s * 1e3,
@@ -243,7 +245,11 @@ fn table(r: &AdmissionResult) -> String {
                     v.alone_limited_worst_s.map_or_else(String::new, |a| format!(
                         "; alone behind its own limits {:.1} ms",
                         a * 1e3
-                    ))
+                    )),
+                    p.tenants
+                        .iter()
+                        .find(|t| t.name == v.name)
+                        .map_or_else(String::new, |t| diagnosis(policy, t, v.worst_s))
                 );
             }
         }
@@ -255,6 +261,29 @@ fn table(r: &AdmissionResult) -> String {
         );
     }
     out
+}
+
+/// What the bound on a violator's replayed traffic says about its violation.
+fn diagnosis(policy: &str, t: &Checked, worst_s: f64) -> String {
+    let cause = "its replayed half is not the traffic it was admitted on";
+    match t.replayed_bound_s {
+        None => format!(
+            "; on its replayed half the policy's analysis is unbounded, with the same decisions: {cause}"
+        ),
+        Some(b) if b >= worst_s => format!(
+            "; bound on its replayed half {:.1} ms, with the same decisions: {cause}",
+            b * 1e3
+        ),
+        Some(b) => format!(
+            "; bound on its replayed half only {:.1} ms, with the same decisions: {} wrong",
+            b * 1e3,
+            if policy == Policy::SncMeister.as_str() {
+                "its MMPP fit, a bound or the simulator is"
+            } else {
+                "a bound (the arrival curve is exact) or the simulator is"
+            }
+        ),
+    }
 }
 
 /// A box (quartiles, median) with whiskers (min, max) at x, as one polyline.

@@ -80,6 +80,16 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
             let missed = p.tenants.iter().filter(|t| t.worst_s > t.slo_s).count();
             assert_eq!(missed, p.violations);
         }
+        // a worst case for what the tenants sent: the DNC policies' bounds on the replayed
+        // halves, under the same decisions, are never below the replay
+        for (name, p) in run.policies.iter().filter(|(n, _)| *n != "snc-meister") {
+            for t in &p.tenants {
+                assert!(
+                    t.replayed_bound_s.is_none_or(|b| t.worst_s <= b),
+                    "{name}: {t:?}"
+                );
+            }
+        }
     }
     assert!(r.runs[0].opt.is_some() && r.runs[1].opt.is_none());
     // the default regime: traces sped up 5x, tenants kept when they meet their SLO alone

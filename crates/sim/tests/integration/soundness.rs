@@ -134,13 +134,7 @@ fn simulated_latency_never_exceeds_the_dnc_or_snc_meister_bound() {
         let dnc = bound_all(net, Method::Dnc, &opts).unwrap();
         let snc = bound_all(net, Method::SncMeister, &opts).unwrap();
         for (ti, t) in sim.tenants.iter().enumerate() {
-            let allowance = 1e-6
-                + net.tenants[ti]
-                    .flows
-                    .iter()
-                    .flat_map(|&f| &net.flows[f].path)
-                    .map(|&q| 2.0 * MTU as f64 / net.queues[q].rate)
-                    .sum::<f64>();
+            let allowance = replay.packetization_allowance_s(ti, MTU);
             let fail = |what: &str, measured: f64, bound: f64| -> String {
                 format!(
                     "case {case} (seed {seed}): tenant {} simulated {what} {measured:.6e} s > \
