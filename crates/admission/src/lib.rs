@@ -107,6 +107,8 @@ pub enum AdmissionError {
         name: String,
         known: String,
     },
+    #[error("packetization allowance: {0} (expected one finite value ≥ 0 [s] per tenant)")]
+    Packetization(String),
     #[error("the traffic to bound differs from the admitted network: {0} (expected the same queues, flows and tenants, with other models)")]
     TrafficMismatch(String),
     #[error("flow {flow:?} has no {model}; the {policy} policy needs one for every flow (characterize the tenants from traces)")]
@@ -165,6 +167,8 @@ pub struct Admission<'n> {
     groups: HashMap<usize, String>,
     /// what the emitted rate limits do with excess requests
     excess: Excess,
+    /// what packets add to each tenant's fluid bound [s] (empty: nothing)
+    packets_s: Vec<f64>,
 }
 
 impl<'n> Admission<'n> {
@@ -179,7 +183,37 @@ impl<'n> Admission<'n> {
             arrived: BTreeSet::new(),
             groups: HashMap::new(),
             excess: Excess::Wait,
+            packets_s: Vec::new(),
         })
+    }
+
+    /// Adds to every tenant's bound what packets add to the calculus' fluid one: `per_tenant_s`
+    /// [s] by tenant index, e.g. `tailbound_sim::packetization_allowance_s` (one store-and-forward
+    /// chunk and one lower-level chunk ahead per link crossed). Without it the bounds are
+    /// fluid, and a packetized network can exceed them by that much.
+    pub fn with_packetization(
+        mut self,
+        per_tenant_s: Vec<f64>,
+    ) -> Result<Admission<'n>, AdmissionError> {
+        let len = self.net.tenants.len();
+        if per_tenant_s.len() != len {
+            return Err(AdmissionError::Packetization(format!(
+                "{} values for {len} tenants",
+                per_tenant_s.len()
+            )));
+        }
+        if let Some((t, x)) = per_tenant_s
+            .iter()
+            .enumerate()
+            .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
+        {
+            return Err(AdmissionError::Packetization(format!(
+                "{x} s for tenant {:?}",
+                self.net.tenants[t].name
+            )));
+        }
+        self.packets_s = per_tenant_s;
+        Ok(self)
     }
 
     /// Emits decisions whose rate limits treat excess requests as `excess` says (default
@@ -220,7 +254,14 @@ impl<'n> Admission<'n> {
     /// every bound within its SLO.
     pub fn bounds(&self) -> Result<Vec<TenantBound>, AdmissionError> {
         let set: Vec<(usize, &Grant)> = self.admitted.iter().map(|(&t, g)| (t, g)).collect();
-        policy::bound_set(self.net, self.policy, &set, &self.groups, None)
+        policy::bound_set(
+            self.net,
+            self.policy,
+            &set,
+            &self.groups,
+            &self.packets_s,
+            None,
+        )
     }
 
     /// The bound of every admitted tenant, as [`Admission::bounds`], but for the traffic
@@ -246,7 +287,14 @@ impl<'n> Admission<'n> {
             })
             .collect();
         let set: Vec<(usize, &Grant)> = grants.iter().map(|(t, g)| (*t, g)).collect();
-        let mut bounds = policy::bound_set(traffic, self.policy, &set, &self.groups, None)?;
+        let mut bounds = policy::bound_set(
+            traffic,
+            self.policy,
+            &set,
+            &self.groups,
+            &self.packets_s,
+            None,
+        )?;
         for b in &mut bounds {
             if let Some(why) = unbounded.remove(&b.tenant) {
                 b.total = Bound::Unbounded(format!("its rate limits cannot carry it: {why}"));
@@ -303,7 +351,14 @@ impl<'n> Admission<'n> {
         }
         self.arrived.insert(tenant);
         let before = self.priorities();
-        let verdict = policy::decide(self.net, self.policy, &self.admitted, &self.groups, tenant)?;
+        let verdict = policy::decide(
+            self.net,
+            self.policy,
+            &self.admitted,
+            &self.groups,
+            &self.packets_s,
+            tenant,
+        )?;
         let mut outcome = Outcome {
             tenant,
             admitted: verdict.grant.is_some(),

@@ -194,6 +194,7 @@ pub(crate) fn decide(
     policy: Policy,
     admitted: &HashMap<usize, Grant>,
     groups: &HashMap<usize, String>,
+    packets_s: &[f64],
     newcomer: usize,
 ) -> Result<Verdict, AdmissionError> {
     let flows = &net.tenants[newcomer].flows;
@@ -263,7 +264,7 @@ pub(crate) fn decide(
                 continue;
             }
         };
-        let (bound_s, failure) = check(net, policy, admitted, groups, newcomer, &g)?;
+        let (bound_s, failure) = check(net, policy, admitted, groups, packets_s, newcomer, &g)?;
         if failure.is_none() {
             return Ok(Verdict {
                 grant: Some(g),
@@ -287,12 +288,13 @@ fn check(
     policy: Policy,
     admitted: &HashMap<usize, Grant>,
     groups: &HashMap<usize, String>,
+    packets_s: &[f64],
     newcomer: usize,
     g: &Grant,
 ) -> Result<(Option<f64>, Option<String>), AdmissionError> {
     let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
     set.push((newcomer, g));
-    let bounds = bound_set(net, policy, &set, groups, Some(newcomer))?;
+    let bounds = bound_set(net, policy, &set, groups, packets_s, Some(newcomer))?;
     let mut bound_s = None;
     let mut failure = None;
     for b in &bounds {
@@ -315,13 +317,15 @@ fn check(
 }
 
 /// The bounds of the tenants of `set` running together with their grants, each including its
-/// shaper delay; `tenant` of each result is an index into `net`'s tenants. With `newcomer`,
-/// only the tenants it can affect (its level and below) are bounded; otherwise all of them.
+/// shaper delay and its packetization allowance (`packets_s` by tenant, none past its end);
+/// `tenant` of each result is an index into `net`'s tenants. With `newcomer`, only the
+/// tenants it can affect (its level and below) are bounded; otherwise all of them.
 pub(crate) fn bound_set(
     net: &Network,
     policy: Policy,
     set: &[(usize, &Grant)],
     groups: &HashMap<usize, String>,
+    packets_s: &[f64],
     newcomer: Option<usize>,
 ) -> Result<Vec<TenantBound>, AdmissionError> {
     let mut set = set.to_vec();
@@ -388,7 +392,8 @@ pub(crate) fn bound_set(
             f.flow = net_flow[f.flow];
         }
         if let Bound::Within(s) = b.total {
-            b.total = Bound::from_seconds(s + grant.shaper_delay_s, String::new);
+            let packets = packets_s.get(t).copied().unwrap_or(0.0);
+            b.total = Bound::from_seconds(s + grant.shaper_delay_s + packets, String::new);
         }
         b.meets_slo = b.total.meets(b.slo.latency_s);
     }

@@ -177,3 +177,39 @@ fn bounds_on_other_traffic_keep_the_decisions_and_follow_the_traffic() {
         assert!(matches!(e, AdmissionError::TrafficMismatch(_)), "{e}");
     }
 }
+
+#[test]
+fn packetization_adds_its_allowance_to_every_bound() {
+    let s = scenario(&[200, 200, 200, 200]);
+    for policy in Policy::ALL {
+        let mut fluid = Admission::new(&s.network, policy).unwrap();
+        let mut packets = Admission::new(&s.network, policy)
+            .unwrap()
+            .with_packetization(vec![1e-3, 2e-3, 3e-3, 4e-3])
+            .unwrap();
+        for t in 0..4 {
+            let (f, p) = (fluid.arrive(t).unwrap(), packets.arrive(t).unwrap());
+            assert_eq!(
+                f.admitted, p.admitted,
+                "{policy}: 1-4 ms of 200 ms decide nothing here"
+            );
+        }
+        for (f, p) in fluid
+            .bounds()
+            .unwrap()
+            .iter()
+            .zip(packets.bounds().unwrap())
+        {
+            let extra = p.total.seconds().unwrap() - f.total.seconds().unwrap();
+            let want = 1e-3 * (f.tenant + 1) as f64;
+            assert!((extra - want).abs() < 1e-12, "{policy}: {extra} for {want}");
+        }
+    }
+    let engine = || Admission::new(&s.network, Policy::SncMeister).unwrap();
+    let e = engine().with_packetization(vec![0.0; 3]).unwrap_err();
+    assert!(e.to_string().contains("3 values for 4 tenants"), "{e}");
+    let e = engine()
+        .with_packetization(vec![0.0, f64::NAN, 0.0, 0.0])
+        .unwrap_err();
+    assert!(e.to_string().contains("\"t1\""), "{e}");
+}

@@ -39,7 +39,9 @@ use tailbound_model::{
     ArrivalCurve, Excess, Flow, Mmpp, Network, Percentile, Queue, Request, Slo, Stage, TenantSpec,
 };
 use tailbound_scenario::{FlowSource, Part, Scenario, TenantHosts, TenantSource};
-use tailbound_sim::{opt, opt_greedy, Plan, Replay, Service};
+use tailbound_sim::{
+    opt, opt_greedy, packetization_allowance_s, Plan, Replay, Service, ETHERNET_MTU,
+};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,13 +164,13 @@ pub struct PolicyRun {
 pub struct Checked {
     pub name: String,
     pub slo_s: f64,
-    /// its bound with all the tenants the policy admitted, shaper delay included [s]
+    /// its bound with all the tenants the policy admitted, its shaper delay and what packets
+    /// add to the calculus' fluid bound ([`packetization_allowance_s`]) included [s]
     pub bound_s: f64,
     /// its worst window's SLO percentile in replay [s]
     pub worst_s: f64,
     /// its bound under the same decisions when every admitted tenant is characterized on the
-    /// half it replayed (as rotated) instead of its first half, plus what the replay's packets
-    /// can add to the calculus' fluid bound ([`Replay::packetization_allowance_s`]) [s];
+    /// half it replayed (as rotated) instead of its first half [s];
     /// `None`: unbounded there (a rate limit below its replayed traffic's mean, or an
     /// overloaded queue)
     #[serde(default)]
@@ -611,12 +613,15 @@ fn one_run(
     let (scenario, requests, redrawn) = build_run(cfg, traces, seed)?;
     let mut replayed = ReplayedTraffic::new(&scenario, &requests, cfg);
     let replay = Replay::with_requests(&scenario, requests.clone());
-    // Ethernet's 1500-byte packets
-    let mtu_bytes = 1500;
-    let service = Service::Chunked { mtu_bytes };
+    let service = Service::Chunked {
+        mtu_bytes: ETHERNET_MTU,
+    };
+    let packets = packetization_allowance_s(&scenario, ETHERNET_MTU);
     let mut policies = BTreeMap::new();
     for &policy in &cfg.policies {
-        let mut engine = Admission::new(&scenario.network, policy)?.with_excess(cfg.excess);
+        let mut engine = Admission::new(&scenario.network, policy)?
+            .with_excess(cfg.excess)
+            .with_packetization(packets.clone())?;
         let start = Instant::now();
         for t in 0..scenario.network.tenants.len() {
             engine.arrive(t)?;
@@ -640,10 +645,7 @@ fn one_run(
         let replayed_bounds: BTreeMap<usize, Option<f64>> = engine
             .bounds_on(replayed.covering(&engine.admitted())?)?
             .into_iter()
-            .map(|b| {
-                let packets = replay.packetization_allowance_s(b.tenant, mtu_bytes);
-                (b.tenant, b.total.seconds().map(|s| s + packets))
-            })
+            .map(|b| (b.tenant, b.total.seconds()))
             .collect();
         let tenants: Vec<Checked> = result
             .tenants

@@ -89,7 +89,9 @@ pub mod vdc;
 
 pub use engine::{simulate, QueueStats, SimResult};
 pub use error::SimError;
-pub use replay::{opt, opt_greedy, Opt, Plan, Replay, ReplayError, ReplayPart};
+pub use replay::{
+    opt, opt_greedy, packetization_allowance_s, Opt, Plan, Replay, ReplayError, ReplayPart,
+};
 pub use stats::{nearest_rank, TenantResult, Window};
 pub use tailbound_model::Excess;
 
@@ -105,10 +107,15 @@ pub enum Service {
     Fluid,
 }
 
+/// Ethernet's MTU [bytes].
+pub const ETHERNET_MTU: u64 = 1500;
+
 impl Default for Service {
-    /// 1500-byte chunks (Ethernet MTU)
+    /// [`ETHERNET_MTU`]-byte chunks
     fn default() -> Self {
-        Service::Chunked { mtu_bytes: 1500 }
+        Service::Chunked {
+            mtu_bytes: ETHERNET_MTU,
+        }
     }
 }
 

@@ -204,27 +204,6 @@ impl<'s> Replay<'s> {
         &self.requests[i]
     }
 
-    /// What the simulator's packets can add to a fluid bound on scenario tenant `i`'s latency
-    /// [s] under [`Service::Chunked`] with `mtu_bytes`. The calculus serves fluid work; the
-    /// simulator serves link work in `mtu_bytes` chunks, store-and-forward and non-preemptive between chunks,
-    /// so each link queue on the tenant's path can cost one chunk of store-and-forward plus
-    /// one chunk of a lower level ahead of it: 2·mtu/R per link queue crossed (the packetizer
-    /// term of network calculus; 24 µs at 1 Gbit/s). Plus 1 µs for the engine's ns rounding.
-    /// Storage flows are served whole in both and add nothing.
-    pub fn packetization_allowance_s(&self, i: usize, mtu_bytes: u64) -> f64 {
-        let net = &self.scenario.network;
-        let mtu = mtu_bytes as f64;
-        let links = net.tenants[i].flows.iter().filter(|&&f| {
-            self.scenario.flows[f]
-                .as_ref()
-                .is_none_or(|s| s.stage != Stage::Storage)
-        });
-        1e-6 + links
-            .flat_map(|&f| &net.flows[f].path)
-            .map(|&q| 2.0 * mtu / net.queues[q].rate)
-            .sum::<f64>()
-    }
-
     /// Simulates the tenants of `plan`; the result's tenants are in `plan.tenants` order.
     pub fn run(
         &self,
@@ -322,6 +301,35 @@ impl<'s> Replay<'s> {
         }
         Ok(net)
     }
+}
+
+/// What the simulator's packets can add to a fluid bound on each `scenario` tenant's latency
+/// [s, by tenant] under [`Service::Chunked`] with `mtu_bytes`. The calculus serves fluid work; the
+/// simulator serves link work in `mtu_bytes` chunks, store-and-forward and non-preemptive
+/// between chunks, so each link queue on the tenant's path can cost one chunk of
+/// store-and-forward plus one chunk of a lower level ahead of it: 2·mtu/R per link queue
+/// crossed (the packetizer term of network calculus; 24 µs at 1 Gbit/s). Plus 1 µs for the
+/// engine's ns rounding. Storage flows are served whole in both and add nothing, and so do
+/// flows without a source (the simulator cannot replay them).
+pub fn packetization_allowance_s(scenario: &Scenario, mtu_bytes: u64) -> Vec<f64> {
+    let net = &scenario.network;
+    let link = |f: usize| {
+        scenario.flows[f]
+            .as_ref()
+            .is_some_and(|s| s.stage != Stage::Storage)
+    };
+    net.tenants
+        .iter()
+        .map(|t| {
+            1e-6 + t
+                .flows
+                .iter()
+                .filter(|&&f| link(f))
+                .flat_map(|&f| &net.flows[f].path)
+                .map(|&q| 2.0 * mtu_bytes as f64 / net.queues[q].rate)
+                .sum::<f64>()
+        })
+        .collect()
 }
 
 /// What [`opt`] found.

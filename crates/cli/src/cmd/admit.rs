@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tailbound_admission::{Admission, Policy};
 use tailbound_model::units::format_duration_s;
+use tailbound_sim::{packetization_allowance_s, ETHERNET_MTU};
 
 /// The admission policies on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -59,7 +60,9 @@ pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let net = &scenario.network;
     let policy: Policy = a.policy.into();
-    let mut engine = Admission::new(net, policy)?;
+    // the bounds cover Ethernet packets (what `tailbound simulate` replays)
+    let mut engine = Admission::new(net, policy)?
+        .with_packetization(packetization_allowance_s(&scenario, ETHERNET_MTU))?;
     let mut tenants = Vec::with_capacity(net.tenants.len());
     for (i, t) in net.tenants.iter().enumerate() {
         let start = Instant::now();

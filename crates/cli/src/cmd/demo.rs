@@ -21,7 +21,7 @@ use tailbound_curves::effbw::effective_bandwidth;
 use tailbound_model::units::format_duration_s;
 use tailbound_plot::{Chart, Figure, Scale, Series};
 use tailbound_scenario::TenantSource;
-use tailbound_sim::{Plan, Replay, ReplayPart, Service};
+use tailbound_sim::{packetization_allowance_s, Plan, Replay, ReplayPart, Service, ETHERNET_MTU};
 
 /// The embedded tenant set.
 pub const DEMO_SCENARIO: &str = include_str!("demo.toml");
@@ -104,7 +104,8 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
     let replay = Replay::load(&scenario, ReplayPart::SecondHalf)?;
     let mut admission = Vec::new();
     for policy in Policy::ALL {
-        let mut engine = Admission::new(net, policy)?;
+        let mut engine = Admission::new(net, policy)?
+            .with_packetization(packetization_allowance_s(&scenario, ETHERNET_MTU))?;
         for t in 0..net.tenants.len() {
             engine.arrive(t)?;
         }

@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 use tailbound_calculus::{bound_all, Bound, BoundOptions, Method};
-use tailbound_sim::{Plan, Replay, ReplayPart, Service};
+use tailbound_sim::{packetization_allowance_s, Plan, Replay, ReplayPart, Service};
 
 const DEFAULT_CASES: u64 = 200;
 const MTU: u64 = 1500;
@@ -131,10 +131,11 @@ fn simulated_latency_never_exceeds_the_dnc_or_snc_meister_bound() {
                 180.0,
             )
             .unwrap();
+        let packets = packetization_allowance_s(&scenario, MTU);
         let dnc = bound_all(net, Method::Dnc, &opts).unwrap();
         let snc = bound_all(net, Method::SncMeister, &opts).unwrap();
         for (ti, t) in sim.tenants.iter().enumerate() {
-            let allowance = replay.packetization_allowance_s(ti, MTU);
+            let allowance = packets[ti];
             let fail = |what: &str, measured: f64, bound: f64| -> String {
                 format!(
                     "case {case} (seed {seed}): tenant {} simulated {what} {measured:.6e} s > \
