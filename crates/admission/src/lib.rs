@@ -278,13 +278,15 @@ impl<'n> Admission<'n> {
         let grants: Vec<(usize, Grant)> = self
             .admitted
             .iter()
-            .map(|(&t, g)| match policy::regrant(traffic, t, g) {
-                Ok(g) => (t, g),
-                Err(why) => {
-                    unbounded.insert(t, why);
-                    (t, g.clone())
-                }
-            })
+            .map(
+                |(&t, g)| match policy::grant(traffic, t, g.level, g.buckets.clone()) {
+                    Ok(g) => (t, g),
+                    Err(why) => {
+                        unbounded.insert(t, why);
+                        (t, g.clone())
+                    }
+                },
+            )
             .collect();
         let set: Vec<(usize, &Grant)> = grants.iter().map(|(t, g)| (*t, g)).collect();
         let mut bounds = policy::bound_set(

@@ -165,8 +165,9 @@ fn shaper_delay_s(a: &ArrivalCurve, buckets: &[Bucket]) -> Result<f64, String> {
     Ok(worst)
 }
 
-/// A grant for `tenant` at `level` with the given buckets per flow, with its shaper delay.
-fn grant(
+/// A grant for `tenant` at `level` with the given buckets per flow, with its shaper delay for
+/// the traffic `net` carries; an error when a bucket's rate is below that traffic's mean.
+pub(crate) fn grant(
     net: &Network,
     tenant: usize,
     level: u32,
@@ -181,12 +182,6 @@ fn grant(
         buckets,
         shaper_delay_s: shaper,
     })
-}
-
-/// `g` (level and buckets kept) with the shaper delay of the traffic `net` carries; an error
-/// when a bucket's rate is below that traffic's mean.
-pub(crate) fn regrant(net: &Network, tenant: usize, g: &Grant) -> Result<Grant, String> {
-    grant(net, tenant, g.level, g.buckets.clone())
 }
 
 pub(crate) fn decide(

@@ -556,22 +556,17 @@ pub fn run(
 struct ReplayedTraffic<'a> {
     net: Network,
     done: Vec<bool>,
-    scenario: &'a Scenario,
-    requests: &'a [Vec<Request>],
+    replay: &'a Replay<'a>,
     cfg: &'a AdmissionConfig,
 }
 
 impl<'a> ReplayedTraffic<'a> {
-    fn new(
-        scenario: &'a Scenario,
-        requests: &'a [Vec<Request>],
-        cfg: &'a AdmissionConfig,
-    ) -> ReplayedTraffic<'a> {
+    fn new(replay: &'a Replay<'a>, cfg: &'a AdmissionConfig) -> ReplayedTraffic<'a> {
+        let net = replay.scenario().network.clone();
         ReplayedTraffic {
-            net: scenario.network.clone(),
-            done: vec![false; requests.len()],
-            scenario,
-            requests,
+            done: vec![false; net.tenants.len()],
+            net,
+            replay,
             cfg,
         }
     }
@@ -582,16 +577,17 @@ impl<'a> ReplayedTraffic<'a> {
             if std::mem::replace(&mut self.done[t], true) {
                 continue;
             }
-            let ms = models(&self.requests[t], self.cfg).map_err(|message| {
+            let scenario = self.replay.scenario();
+            let ms = models(self.replay.requests(t), self.cfg).map_err(|message| {
                 AdmissionExperimentError::Trace {
-                    path: match &self.scenario.tenants[t] {
+                    path: match &scenario.tenants[t] {
                         TenantSource::Trace { path, .. } => path.clone(),
-                        _ => PathBuf::from(&self.scenario.network.tenants[t].name),
+                        _ => PathBuf::from(&scenario.network.tenants[t].name),
                     },
                     message: format!("the replayed half of tenant {t}: {message}"),
                 }
             })?;
-            for (&f, (mmpp, arrival)) in self.scenario.network.tenants[t].flows.iter().zip(ms) {
+            for (&f, (mmpp, arrival)) in scenario.network.tenants[t].flows.iter().zip(ms) {
                 self.net.flows[f].mmpp = Some(mmpp);
                 self.net.flows[f].arrival = Some(arrival);
             }
@@ -611,8 +607,8 @@ fn one_run(
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(run as u64);
     let (scenario, requests, redrawn) = build_run(cfg, traces, seed)?;
-    let mut replayed = ReplayedTraffic::new(&scenario, &requests, cfg);
-    let replay = Replay::with_requests(&scenario, requests.clone());
+    let replay = Replay::with_requests(&scenario, requests);
+    let mut replayed = ReplayedTraffic::new(&replay, cfg);
     let service = Service::Chunked {
         mtu_bytes: ETHERNET_MTU,
     };

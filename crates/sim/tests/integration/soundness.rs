@@ -21,10 +21,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 use tailbound_calculus::{bound_all, Bound, BoundOptions, Method};
-use tailbound_sim::{packetization_allowance_s, Plan, Replay, ReplayPart, Service};
+use tailbound_sim::{packetization_allowance_s, Plan, Replay, ReplayPart, Service, ETHERNET_MTU};
 
 const DEFAULT_CASES: u64 = 200;
-const MTU: u64 = 1500;
 /// MMPP counting interval of the characterization. SNC-Meister's 1 s cannot see states that
 /// last less than a second: seed 24301072904 (case 1 of the default run) is one tenant whose
 /// MMPP alternates 2.6 s at 2,000/s with 0.5 s at 7,900/s of 16 KiB writes, overloading the
@@ -127,11 +126,13 @@ fn simulated_latency_never_exceeds_the_dnc_or_snc_meister_bound() {
         let sim = replay
             .run(
                 &Plan::all(&scenario),
-                Service::Chunked { mtu_bytes: MTU },
+                Service::Chunked {
+                    mtu_bytes: ETHERNET_MTU,
+                },
                 180.0,
             )
             .unwrap();
-        let packets = packetization_allowance_s(&scenario, MTU);
+        let packets = packetization_allowance_s(&scenario, ETHERNET_MTU);
         let dnc = bound_all(net, Method::Dnc, &opts).unwrap();
         let snc = bound_all(net, Method::SncMeister, &opts).unwrap();
         for (ti, t) in sim.tenants.iter().enumerate() {
