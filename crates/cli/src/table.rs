@@ -1,5 +1,7 @@
 //! Plain-text tables for human-readable output.
 
+use tailbound_model::units::format_duration_s;
+
 /// Renders rows under headers, columns padded to their widest cell. A column whose cells all
 /// look numeric (or are `-`) is right-aligned, header included.
 pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -43,6 +45,16 @@ pub fn render(headers: &[&str], rows: &[Vec<String>]) -> String {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// A latency bound's cell: the duration, or `unbounded`.
+pub fn bound_cell(s: Option<f64>) -> String {
+    s.map_or_else(|| "unbounded".to_string(), format_duration_s)
+}
+
+/// An SLO's cell: `p99.9 ≤ 20.00 ms`.
+pub fn slo_cell(percentile: impl std::fmt::Display, slo_s: f64) -> String {
+    format!("p{percentile} ≤ {}", format_duration_s(slo_s))
 }
 
 /// A number with 4 significant digits and an SI suffix: 1.235k, 56.78M, 0.5, 1.2e-5.
@@ -98,5 +110,12 @@ mod tests {
         assert_eq!(si(2e-5), "2.000e-5");
         assert_eq!(si(0.5), "0.5");
         assert_eq!(si(f64::NAN), "-");
+    }
+
+    #[test]
+    fn bounds_and_slos_read_as_durations() {
+        assert_eq!(bound_cell(Some(0.0125)), "12.50 ms");
+        assert_eq!(bound_cell(None), "unbounded");
+        assert_eq!(slo_cell(99.9, 0.02), "p99.9 ≤ 20.00 ms");
     }
 }

@@ -3,14 +3,13 @@
 
 use super::{display_name, print_json};
 use crate::report::{AdmitReport, AdmitTenant, PriorityChange};
-use crate::table::render;
+use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Instant;
 use tailbound_admission::{Admission, Policy};
-use tailbound_model::units::format_duration_s;
 use tailbound_sim::{packetization_allowance_s, ETHERNET_MTU};
 
 /// The admission policies on the command line.
@@ -118,11 +117,10 @@ fn table(r: &AdmitReport) -> String {
         .map(|t| {
             vec![
                 t.name.clone(),
-                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
+                slo_cell(t.percentile, t.slo_s),
                 if t.admitted { "yes" } else { "no" }.to_string(),
                 t.priority.map_or_else(|| "-".into(), |p| p.to_string()),
-                t.bound_s
-                    .map_or_else(|| "unbounded".into(), format_duration_s),
+                bound_cell(t.bound_s),
                 t.reason.clone().unwrap_or_default(),
             ]
         })

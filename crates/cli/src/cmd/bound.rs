@@ -2,13 +2,12 @@
 
 use super::{display_name, print_json};
 use crate::report::{BoundFlow, BoundReport, BoundTenant};
-use crate::table::render;
+use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use tailbound_calculus::{bound_all, BoundOptions, Method, ThetaSearch};
-use tailbound_model::units::format_duration_s;
 use tailbound_model::Percentile;
 
 /// The analyses on the command line.
@@ -124,21 +123,20 @@ pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
 }
 
 fn table(r: &BoundReport) -> String {
-    let fmt = |s: Option<f64>| s.map_or_else(|| "unbounded".to_string(), format_duration_s);
     let rows: Vec<Vec<String>> = r
         .tenants
         .iter()
         .map(|t| {
             vec![
                 t.name.clone(),
-                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
+                slo_cell(t.percentile, t.slo_s),
                 t.priority.to_string(),
                 t.flows
                     .iter()
-                    .map(|f| format!("{} {}", f.name, fmt(f.bound_s)))
+                    .map(|f| format!("{} {}", f.name, bound_cell(f.bound_s)))
                     .collect::<Vec<_>>()
                     .join(", "),
-                fmt(t.bound_s),
+                bound_cell(t.bound_s),
                 if t.meets_slo { "yes" } else { "NO" }.to_string(),
             ]
         })

@@ -9,7 +9,7 @@
 
 use super::{print_json, write_svg};
 use crate::report::{DemoFlow, DemoPolicy, DemoReport, DemoTenant};
-use crate::table::{render, si};
+use crate::table::{bound_cell, render, si, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::Args;
@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use tailbound_admission::{Admission, Policy};
 use tailbound_calculus::{bound_all, BoundOptions, Method};
 use tailbound_curves::effbw::effective_bandwidth;
-use tailbound_model::units::format_duration_s;
 use tailbound_plot::{Chart, Figure, Scale, Series};
 use tailbound_scenario::TenantSource;
 use tailbound_sim::{packetization_allowance_s, Plan, Replay, ReplayPart, Service, ETHERNET_MTU};
@@ -158,7 +157,6 @@ fn summary(r: &DemoReport) -> String {
          characterized on the first half of each trace (`tailbound demo --print-scenario`)\n\n",
         r.tenants.len()
     );
-    let fmt = |b: Option<f64>| b.map_or_else(|| "unbounded".to_string(), format_duration_s);
     let yes = |ok: bool| if ok { "yes" } else { "NO" }.to_string();
     let rows: Vec<Vec<String>> = r
         .tenants
@@ -167,10 +165,10 @@ fn summary(r: &DemoReport) -> String {
             vec![
                 t.name.clone(),
                 t.model.clone(),
-                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
-                fmt(t.bound_s["snc-meister"]),
+                slo_cell(t.percentile, t.slo_s),
+                bound_cell(t.bound_s["snc-meister"]),
                 yes(t.meets_slo["snc-meister"]),
-                fmt(t.bound_s["dnc"]),
+                bound_cell(t.bound_s["dnc"]),
                 yes(t.meets_slo["dnc"]),
             ]
         })

@@ -3,14 +3,14 @@
 
 use super::bound::{MethodArg, ThetaArg};
 use super::{progress, ExperimentOutput};
-use crate::table::render;
+use crate::table::{bound_cell, render};
 use crate::Outcome;
 use clap::{Args, Subcommand};
 use tailbound_calculus::Method;
 use tailbound_experiments::bounds::{
     vs_dependent, vs_nines, vs_tenants, BoundsConfig, BoundsExperiment, TenantWorkload,
 };
-use tailbound_model::units::{format_duration_s, parse_rate_bytes_per_s};
+use tailbound_model::units::parse_rate_bytes_per_s;
 use tailbound_model::Percentile;
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
@@ -160,13 +160,11 @@ fn table(exp: &BoundsExperiment) -> String {
         .iter()
         .map(|r| {
             let mut row = vec![format!("{}", (r.x * 1000.0).round() / 1000.0)];
-            row.extend(names.iter().map(|m| {
-                r.bound_s
-                    .get(m)
-                    .copied()
-                    .flatten()
-                    .map_or_else(|| "unbounded".into(), format_duration_s)
-            }));
+            row.extend(
+                names
+                    .iter()
+                    .map(|m| bound_cell(r.bound_s.get(m).copied().flatten())),
+            );
             row
         })
         .collect();

@@ -4,7 +4,7 @@
 
 use super::{display_name, duration_arg, print_json, progress, write_svg};
 use crate::report::{LatencySummary, OptProbe, OptReport, SimReport, SimTenant, SimWindow};
-use crate::table::render;
+use crate::table::{render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -261,7 +261,7 @@ fn table(r: &SimReport) -> String {
                 .fold(0.0, f64::max);
             vec![
                 t.name.clone(),
-                format!("p{} ≤ {}", t.percentile, format_duration_s(t.slo_s)),
+                slo_cell(t.percentile, t.slo_s),
                 t.requests.to_string(),
                 format_duration_s(t.latency_s.p50),
                 format_duration_s(t.latency_s.p99),
