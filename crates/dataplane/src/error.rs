@@ -28,6 +28,12 @@ pub enum NetnsError {
     },
     #[error("invalid link rate {rate_bytes_per_s} B/s; the shaped link needs a positive rate of at least 1 kbit/s (e.g. --link-rate 1Gbit)")]
     Rate { rate_bytes_per_s: f64 },
+    #[error("{hosts} hosts cannot be built: use 1 to {max} hosts (two without a bridge)")]
+    Hosts { hosts: usize, max: usize },
+    #[error("invalid host label {0:?}: use 1 to 12 lowercase letters, digits or '-', unique, not \"sw\"")]
+    Label(String),
+    #[error("a persistent testbed is already up ({}); remove it first with `tailbound testbed down`", .0.join(", "))]
+    Exists(Vec<String>),
 }
 
 /// Why a probe could not run or could not finish.
