@@ -122,3 +122,34 @@ pub enum ProbeError {
     #[error(transparent)]
     Netns(#[from] NetnsError),
 }
+
+/// Why a replay (or a preload, or an aggressor) could not run or finish.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    #[error("invalid replay: {0}")]
+    Options(String),
+    #[error("tenant {tenant:?} cannot reach memcached at {server}: {message}; is the server up and the link between the hosts built?")]
+    Connect {
+        tenant: String,
+        server: SocketAddr,
+        message: String,
+    },
+    #[error("cannot preload memcached at {server}: {message}")]
+    Preload { server: SocketAddr, message: String },
+    #[error("cannot listen on {protocol} {addr}: {source}")]
+    Bind {
+        protocol: &'static str,
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start a replay thread or runtime: {0}")]
+    Thread(#[source] std::io::Error),
+    #[error("a replay thread panicked")]
+    Panicked,
+    #[error("the replay was interrupted")]
+    Interrupted,
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+}

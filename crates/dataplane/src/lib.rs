@@ -11,9 +11,11 @@
 //! [`probe::client::run`] for the two halves on separate machines. Errors: [`ProbeError`],
 //! [`NetnsError`].
 
+pub mod blast;
 pub mod error;
 pub mod netns;
 pub mod probe;
 pub mod rdma;
+pub mod replay;
 
-pub use error::{NetnsError, ProbeError};
+pub use error::{NetnsError, ProbeError, ReplayError};

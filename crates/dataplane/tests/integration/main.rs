@@ -2,3 +2,4 @@
 
 mod loopback;
 mod netns;
+mod replay;
