@@ -66,6 +66,10 @@ pub enum Command {
     /// Measure RTT distributions of TCP and UDP exchanges (the tail-latency study)
     #[command(subcommand)]
     Probe(cmd::probe::ProbeCommand),
+    /// Run a scenario on a real testbed: hosts in network namespaces, shaped links, real
+    /// memcached, open-loop replay clients, enforcement from the decisions (as root)
+    #[command(subcommand)]
+    Testbed(cmd::testbed::TestbedCommand),
 }
 
 /// Runs one parsed command.
@@ -82,6 +86,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Place(a) => cmd::place::run(a),
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
+        Command::Testbed(c) => cmd::testbed::run(c),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod experiment_vdc;
 pub mod place;
 pub mod probe;
 pub mod simulate;
+pub mod testbed;
 pub mod trace;
 
 use anyhow::Context;

@@ -1,0 +1,139 @@
+//! What this machine can run: a testbed whose replay needs more CPU or memory than the machine
+//! has would measure the machine, not the scenario (late sends, slow servers), so it is refused
+//! before anything is built, with the `--scale` that would fit.
+//!
+//! The replay's cost is dominated by requests (client task, memcached, kernel per exchange)
+//! and by bytes (copies through veth pairs, the bridge and HTB, MTU-sized packets). The
+//! budgets per core ([`Budget::MEASURED`]) come from `bench/testbed` on a 2-core machine; a
+//! testbed may use [`CPU_SHARE`] of the cores. Both rates fall linearly with the scale (the
+//! replay is slowed down 1/scale times), so the largest scale that fits is the current one
+//! times the ratio of the allowance to the need.
+
+use crate::memcached::memory_mib;
+use crate::schedule::Schedule;
+use crate::topology::Topology;
+use crate::TestbedError;
+use serde::{Deserialize, Serialize};
+
+/// The share of the machine's cores a testbed's load may take.
+pub const CPU_SHARE: f64 = 0.7;
+
+/// What one core replays per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// requests (client, server and kernel work of one exchange) [1/s]
+    pub requests_per_s: f64,
+    /// bytes through the links [bytes/s]
+    pub bytes_per_s: f64,
+}
+
+impl Budget {
+    /// Measured by `bench/testbed` on this project's 2-core machine (see the README).
+    pub const MEASURED: Budget = Budget {
+        requests_per_s: 4000.0,
+        bytes_per_s: 40e6,
+    };
+}
+
+/// The machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub cores: usize,
+    /// `MemAvailable` of `/proc/meminfo` [bytes]
+    pub memory_bytes: u64,
+}
+
+impl Machine {
+    pub fn detect() -> Machine {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemAvailable:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map_or(u64::MAX, |kb| kb * 1024);
+        Machine {
+            cores,
+            memory_bytes,
+        }
+    }
+}
+
+/// The load a testbed puts on the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// mean requests per second of the replay [1/s of real time]
+    pub requests_per_s: f64,
+    /// mean bytes per second of the replay and the aggressor [bytes/s of real time]
+    pub bytes_per_s: f64,
+    /// cores that takes by the budgets
+    pub cores: f64,
+    /// item memory of every memcached [MiB]
+    pub memcached_mib: u64,
+}
+
+/// The load of `schedule` on `topology`.
+pub fn load(topology: &Topology, schedule: &Schedule, budget: &Budget) -> Load {
+    let real_s = schedule.replay_s(topology.scale).max(1e-3);
+    let aggressor = topology
+        .aggressor
+        .as_ref()
+        .map_or(0.0, |a| topology.hosts[a.host].rate_bytes_per_s);
+    let requests_per_s = schedule.requests as f64 / real_s;
+    let bytes_per_s = schedule.bytes as f64 / real_s + aggressor;
+    let memcached_mib = (0..topology.hosts.len())
+        .filter(|&h| topology.hosts[h].server)
+        .map(|h| {
+            let sizes = schedule.sizes_on(topology, h);
+            memory_mib(sizes.iter().map(|&s| u64::from(s)).sum(), sizes.len())
+        })
+        .sum();
+    Load {
+        requests_per_s,
+        bytes_per_s,
+        cores: requests_per_s / budget.requests_per_s + bytes_per_s / budget.bytes_per_s,
+        memcached_mib,
+    }
+}
+
+/// Refuses a testbed this machine cannot run (see the module docs); returns its load.
+pub fn check(
+    topology: &Topology,
+    schedule: &Schedule,
+    machine: &Machine,
+    budget: &Budget,
+) -> Result<Load, TestbedError> {
+    let l = load(topology, schedule, budget);
+    let allowed = machine.cores as f64 * CPU_SHARE;
+    if l.cores > allowed {
+        return Err(TestbedError::Capacity(format!(
+            "replaying {} requests in {:.0} s at scale {} offers {:.0} requests/s and {:.1} MB/s, \
+             which takes about {:.1} cores ({:.0} requests/s and {:.0} MB/s per core); this \
+             machine has {} cores and a testbed may use {:.0} % of them: use --scale {:.3} or less \
+             (or --duration to replay less)",
+            schedule.requests,
+            schedule.replay_s(topology.scale),
+            topology.scale,
+            l.requests_per_s,
+            l.bytes_per_s / 1e6,
+            l.cores,
+            budget.requests_per_s,
+            budget.bytes_per_s / 1e6,
+            machine.cores,
+            CPU_SHARE * 100.0,
+            topology.scale * allowed / l.cores
+        )));
+    }
+    let memory = l.memcached_mib.saturating_mul(1 << 20);
+    if memory > machine.memory_bytes / 2 {
+        return Err(TestbedError::Capacity(format!(
+            "the memcached servers need {} MiB of item memory, more than half of the {} MiB \
+             this machine has available; use fewer server hosts or tenants",
+            l.memcached_mib,
+            machine.memory_bytes >> 20
+        )));
+    }
+    Ok(l)
+}

@@ -1,0 +1,335 @@
+//! A testbed that is up: the namespaces and links of a [`Topology`], a memcached per server
+//! host with every value a replay needs, the aggressor's sink, and the replay on top.
+//!
+//! [`Testbed::up`] builds it in that order; an error at any step drops what was built (servers
+//! stopped, namespaces deleted). Dropping a [`Testbed`] tears it down; [`Testbed::keep`]
+//! leaves a persistent one running for `tailbound testbed down`. Servers reflect the TOS of
+//! a connection's first packet in their replies (`net.ipv4.tcp_reflect_tos`), so a tenant's
+//! responses carry its priority as its requests do.
+
+use crate::enforce;
+use crate::memcached::{self, MemcachedOptions, ProcessId, Server};
+use crate::schedule::Schedule;
+use crate::topology::{AggressorKind, Topology};
+use crate::TestbedError;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tailbound_dataplane::blast::{self, BlastProtocol, BlastSpec, Sink};
+use tailbound_dataplane::netns::{self, HostSpec, Lan, LanSpec};
+use tailbound_dataplane::probe::Control;
+use tailbound_dataplane::replay::{
+    self, HostReplay, ReplayOptions, TenantOutcome, TenantReplay, MAX_VALUE_BYTES,
+};
+
+/// How a testbed is built.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TestbedOptions {
+    /// apply the decisions (priorities, rate limits) on every host and switch port; without
+    /// it the links are only shaped to their rates
+    pub enforce: bool,
+    pub memcached: MemcachedOptions,
+    /// a persistent testbed of this name (`tailbound testbed up`)
+    pub persistent: Option<String>,
+}
+
+/// How long storing one value may take while preloading.
+const PRELOAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a replay on the testbed measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// per tenant of the topology, in its order
+    pub tenants: Vec<TenantOutcome>,
+    /// the replay's span [s of real time]
+    pub wall_s: f64,
+    /// CPU time of this process (the clients) and of every memcached over the replay [s]
+    pub client_cpu_s: f64,
+    pub server_cpu_s: f64,
+    /// payload bytes the aggressor sent (or, for `memcached`, read)
+    pub aggressor_bytes: u64,
+}
+
+/// A testbed that is up; see the module docs.
+#[derive(Debug)]
+pub struct Testbed {
+    topology: Topology,
+    servers: Vec<(usize, Server)>,
+    sink: Option<Sink>,
+    enforced: bool,
+    // dropped last: the namespaces go after the processes in them
+    lan: Lan,
+}
+
+impl Testbed {
+    /// Builds `topology`: namespaces, shaped links, enforcement, servers holding the values of
+    /// `sizes` (per server host: the distinct value sizes its tenants use), the aggressor's
+    /// sink.
+    pub fn up(
+        topology: &Topology,
+        sizes: &[(usize, Vec<u32>)],
+        opts: &TestbedOptions,
+    ) -> Result<Testbed, TestbedError> {
+        memcached::check_binary(&opts.memcached.binary)?;
+        if !netns::is_root() {
+            return Err(TestbedError::Netns(
+                tailbound_dataplane::NetnsError::NotRoot,
+            ));
+        }
+        let lan = Lan::create(&LanSpec {
+            hosts: topology
+                .hosts
+                .iter()
+                .enumerate()
+                .map(|(h, host)| HostSpec {
+                    label: host.label.clone(),
+                    rate_bytes_per_s: Some(host.rate_bytes_per_s),
+                    extra: topology.tenants_on(h).map(|t| t.address).collect(),
+                })
+                .collect(),
+            bridge: true,
+            mtu_packets: true,
+            persistent: opts.persistent.clone(),
+        })?;
+        let names: Vec<String> = lan.hosts().iter().map(|h| h.ns.clone()).collect();
+        let ns = |h: usize| names[h].clone();
+        for (h, host) in topology.hosts.iter().enumerate() {
+            if host.server {
+                reflect_tos(&ns(h));
+            }
+        }
+        let enforced = opts.enforce && enforce::apply(&lan, topology)?;
+        let mut bed = Testbed {
+            topology: topology.clone(),
+            servers: Vec::new(),
+            sink: None,
+            enforced,
+            lan,
+        };
+        for (h, host) in topology.hosts.iter().enumerate() {
+            if !host.server {
+                continue;
+            }
+            let values = sizes
+                .iter()
+                .find(|(s, _)| *s == h)
+                .map_or(&[][..], |(_, v)| v.as_slice());
+            let bytes = values.iter().map(|&s| u64::from(s)).sum();
+            let addr = SocketAddr::new(host.ip.into(), topology.port);
+            let server = Server::start(
+                &ns(h),
+                &host.name,
+                addr,
+                memcached::memory_mib(bytes, values.len()),
+                &opts.memcached,
+            )?;
+            bed.servers.push((h, server));
+            replay::preload(Some(&ns(h)), addr, values, PRELOAD_TIMEOUT)?;
+        }
+        if let Some(a) = &topology.aggressor {
+            let protocol = match a.kind {
+                AggressorKind::Udp => Some(BlastProtocol::Udp),
+                AggressorKind::Tcp => Some(BlastProtocol::Tcp),
+                AggressorKind::Memcached => None,
+            };
+            if let Some(p) = protocol {
+                let target = &topology.hosts[a.target];
+                bed.sink = Some(Sink::start(
+                    Some(&ns(a.target)),
+                    SocketAddr::new(target.ip.into(), 0),
+                    p,
+                )?);
+            } else {
+                // the aggressor reads the largest value; make sure it is stored
+                let (_, server) = bed
+                    .servers
+                    .iter()
+                    .find(|(h, _)| *h == a.target)
+                    .ok_or_else(|| {
+                        TestbedError::Input("the aggressor's target runs no server".into())
+                    })?;
+                replay::preload(
+                    Some(&ns(a.target)),
+                    server.addr(),
+                    &[MAX_VALUE_BYTES],
+                    PRELOAD_TIMEOUT,
+                )?;
+            }
+        }
+        Ok(bed)
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    pub fn lan(&self) -> &Lan {
+        &self.lan
+    }
+
+    /// Whether the decisions are enforced (not just the links shaped).
+    pub fn enforced(&self) -> bool {
+        self.enforced
+    }
+
+    /// The memcached processes, by server host.
+    pub fn servers(&self) -> Vec<(usize, ProcessId)> {
+        self.servers.iter().map(|(h, s)| (*h, s.id())).collect()
+    }
+
+    /// Replays `schedule` (built on this testbed's topology) with the aggressor, if any,
+    /// running from before the first request until the last completes.
+    pub fn replay(
+        &self,
+        schedule: &Schedule,
+        opts: &ReplayOptions,
+        ctl: &Arc<Control>,
+    ) -> Result<Measured, TestbedError> {
+        let topo = &self.topology;
+        let mut order = Vec::with_capacity(topo.tenants.len());
+        let mut hosts = Vec::new();
+        for h in 0..topo.hosts.len() {
+            let mut tenants = Vec::new();
+            for (k, t) in topo
+                .tenants
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.client == h)
+            {
+                order.push(k);
+                tenants.push(TenantReplay {
+                    name: t.name.clone(),
+                    server: t.server_addr,
+                    source: Some(t.address),
+                    tos: t.tos,
+                    requests: schedule.tenants[k].clone(),
+                });
+            }
+            if !tenants.is_empty() {
+                hosts.push(HostReplay {
+                    netns: Some(self.lan.hosts()[h].ns.clone()),
+                    tenants,
+                });
+            }
+        }
+        let servers_cpu = || {
+            self.servers
+                .iter()
+                .map(|(_, s)| s.id().cpu_seconds())
+                .sum::<f64>()
+        };
+        let cpu0 = servers_cpu();
+        let stop_aggressor = Arc::new(Control::new());
+        // the aggressor stops by itself at the latest when every request has timed out
+        let until = Instant::now()
+            + opts.lead_in
+            + Duration::from_secs_f64(schedule.replay_s(topo.scale))
+            + opts.timeout
+            + Duration::from_secs(1);
+        let outcome = std::thread::scope(|scope| {
+            let aggressor = self
+                .topology
+                .aggressor
+                .as_ref()
+                .map(|_| scope.spawn(|| self.aggress(until, &stop_aggressor)));
+            let outcome = replay::run(hosts, opts, ctl);
+            stop_aggressor.stop();
+            let sent = match aggressor.map(|h| h.join()) {
+                None => Ok(0),
+                Some(Ok(r)) => r,
+                Some(Err(_)) => Err(TestbedError::Replay(
+                    tailbound_dataplane::ReplayError::Panicked,
+                )),
+            };
+            (outcome, sent)
+        });
+        let (outcome, aggressor_bytes) = (outcome.0?, outcome.1?);
+        let mut tenants: Vec<Option<TenantOutcome>> = vec![None; topo.tenants.len()];
+        for (k, t) in order.into_iter().zip(outcome.tenants) {
+            tenants[k] = Some(t);
+        }
+        Ok(Measured {
+            tenants: tenants.into_iter().flatten().collect(),
+            wall_s: outcome.wall_s,
+            client_cpu_s: outcome.cpu_s,
+            server_cpu_s: servers_cpu() - cpu0,
+            aggressor_bytes,
+        })
+    }
+
+    /// Runs the aggressor until `until` or a stop; returns its bytes.
+    fn aggress(&self, until: Instant, ctl: &Arc<Control>) -> Result<u64, TestbedError> {
+        let Some(a) = &self.topology.aggressor else {
+            return Ok(0);
+        };
+        let host = &self.lan.hosts()[a.host];
+        let rate = self.topology.hosts[a.host].rate_bytes_per_s;
+        let ns = Some(host.ns.clone());
+        let bytes = match (a.kind, &self.sink) {
+            (AggressorKind::Memcached, _) => {
+                let server =
+                    SocketAddr::new(self.topology.hosts[a.target].ip.into(), self.topology.port);
+                let gets = replay::closed_loop_gets(
+                    ns.as_deref(),
+                    server,
+                    None,
+                    AGGRESSOR_OUTSTANDING,
+                    MAX_VALUE_BYTES,
+                    until,
+                    ctl,
+                )?;
+                gets * u64::from(MAX_VALUE_BYTES)
+            }
+            (kind, Some(sink)) => blast::blast(
+                &BlastSpec {
+                    protocol: if kind == AggressorKind::Udp {
+                        BlastProtocol::Udp
+                    } else {
+                        BlastProtocol::Tcp
+                    },
+                    netns: ns,
+                    source: None,
+                    target: sink.addr(),
+                    rate_bytes_per_s: rate,
+                    tos: 0,
+                },
+                until,
+                ctl,
+            )?,
+            (_, None) => 0,
+        };
+        Ok(bytes)
+    }
+
+    /// Leaves the testbed up (a persistent one) and returns its servers' processes.
+    pub fn keep(mut self) -> Vec<(usize, ProcessId)> {
+        let servers = std::mem::take(&mut self.servers)
+            .into_iter()
+            .map(|(h, s)| (h, s.keep()))
+            .collect();
+        if let Some(sink) = self.sink.take() {
+            // a sink is a thread of this process; nothing of it outlives the process
+            drop(sink);
+        }
+        let Testbed { lan, .. } = self;
+        lan.keep();
+        servers
+    }
+}
+
+/// Requests the `memcached` aggressor keeps outstanding.
+pub const AGGRESSOR_OUTSTANDING: usize = 64;
+
+/// Sets `net.ipv4.tcp_reflect_tos` in namespace `ns` (a thread enters it; /proc/sys/net is
+/// the opener's namespace's). Without it (old kernels) replies carry TOS 0; say so.
+fn reflect_tos(ns: &str) {
+    let ns = ns.to_string();
+    let done = std::thread::spawn(move || -> std::io::Result<()> {
+        netns::enter(&ns).map_err(std::io::Error::other)?;
+        std::fs::write("/proc/sys/net/ipv4/tcp_reflect_tos", "1")
+    })
+    .join();
+    if !matches!(done, Ok(Ok(()))) {
+        tracing::warn!("cannot set net.ipv4.tcp_reflect_tos; memcached's replies carry TOS 0");
+    }
+}
