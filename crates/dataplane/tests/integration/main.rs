@@ -1,4 +1,5 @@
 //! Real exchanges over loopback and between network namespaces, with small counts.
 
 mod loopback;
+mod memcache;
 mod netns;
