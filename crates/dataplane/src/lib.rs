@@ -1,10 +1,12 @@
 //! tailbound's real network code. Today: the tail-latency probe ([`probe`]), which measures RTT
 //! distributions of TCP and UDP request-response exchanges over loopback or between two
-//! network namespaces ([`netns`]), and RDMA detection ([`rdma`]).
+//! network namespaces ([`netns`]), RDMA detection ([`rdma`]), the memcached text protocol
+//! (both halves, an async client, a load generator and a memcached process: [`memcache`]), and
+//! the clocks that drive sans-IO state machines at the edge ([`clock`]).
 //!
 //! Policy (whom to admit, which rates) is decided elsewhere (calculus, policy crates); the
-//! `tailbound probe` command, its tables and plots live in the CLI. The tc/HTB enforcement of
-//! decisions and the enforcer proxy will live here too.
+//! `tailbound probe` command, its tables and plots live in the CLI. The enforcer proxy that
+//! speaks [`memcache`] is `tailbound-enforcer`; tc/HTB enforcement of decisions will live here.
 //!
 //! Main entry points: [`probe::run_probe`] for one [`probe::ProbeSpec`] on [`probe::Hosts`],
 //! [`probe::run_sweep`] for a [`probe::SweepPlan`], [`probe::server::Server`] and
@@ -12,7 +14,9 @@
 //! [`NetnsError`].
 
 pub mod blast;
+pub mod clock;
 pub mod error;
+pub mod memcache;
 pub mod netns;
 pub mod probe;
 pub mod rdma;

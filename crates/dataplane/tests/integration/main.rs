@@ -1,5 +1,6 @@
 //! Real exchanges over loopback and between network namespaces, with small counts.
 
 mod loopback;
+mod memcache;
 mod netns;
 mod replay;
