@@ -19,11 +19,12 @@
 //! size a replay will `get`, and a `set` writes the same key, so every `get` hits a value of
 //! exactly its size (a miss or a wrong size is counted as an error).
 //!
-//! The memcached text protocol is spoken here only as far as the replay needs it (`get` of one
-//! key, `set`, their replies). What lives elsewhere: which tenants run where and when (the
-//! testbed crate), the servers themselves, namespaces ([`crate::netns`]).
+//! The memcached protocol is [`crate::memcache`]'s client. What lives elsewhere: which tenants
+//! run where and when (the testbed crate), the servers themselves ([`crate::memcache::server`]),
+//! namespaces ([`crate::netns`]).
 
 use crate::error::ReplayError;
+use crate::memcache::{Client, MemcacheError, Reply, ReplyShape, Request};
 use crate::netns;
 use crate::probe::stats::new_histogram;
 use crate::probe::Control;
@@ -35,8 +36,6 @@ use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 /// The key under which a value of `size_bytes` is stored.
 pub fn key(size_bytes: u32) -> String {
@@ -388,10 +387,12 @@ impl Pool {
     }
 
     async fn open(&self, timeout: Duration) -> Result<Conn, String> {
-        let conn = tokio::time::timeout(timeout, Conn::connect(self.server, self.source, self.tos))
-            .await
-            .map_err(|_| format!("connecting timed out after {timeout:?}"))?
-            .map_err(|e| e.to_string())?;
+        let conn = tokio::time::timeout(
+            timeout,
+            Conn::connect(self.server, self.source, self.tos, timeout),
+        )
+        .await
+        .map_err(|_| format!("connecting timed out after {timeout:?}"))??;
         self.opened.set(self.opened.get() + 1);
         Ok(conn)
     }
@@ -506,15 +507,8 @@ async fn exchange(
 /// Zeros written as the data of every `set`.
 static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 
-/// Longest reply line read [bytes] (`VALUE <key> <flags> <bytes>` and error lines).
-const MAX_LINE: u64 = 1024;
-
-/// One memcached connection, one request at a time.
-pub(crate) struct Conn {
-    rx: BufReader<OwnedReadHalf>,
-    tx: OwnedWriteHalf,
-    line: Vec<u8>,
-}
+/// One memcached connection ([`Client`]), one request at a time.
+pub(crate) struct Conn(Client);
 
 /// Marks `fd`'s packets with the IP_TOS byte `tos`.
 pub(crate) fn set_tos(fd: std::os::fd::RawFd, tos: u8) -> std::io::Result<()> {
@@ -536,111 +530,60 @@ pub(crate) fn set_tos(fd: std::os::fd::RawFd, tos: u8) -> std::io::Result<()> {
 }
 
 impl Conn {
+    /// Connects to `server` from `source` (if given) with IP_TOS `tos`; every later read and
+    /// write times out after `timeout`.
     pub(crate) async fn connect(
         server: SocketAddr,
         source: Option<Ipv4Addr>,
         tos: u8,
-    ) -> std::io::Result<Conn> {
-        let sock = tokio::net::TcpSocket::new_v4()?;
-        set_tos(sock.as_raw_fd(), tos)?;
+        timeout: Duration,
+    ) -> Result<Conn, String> {
+        let sock = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
+        set_tos(sock.as_raw_fd(), tos).map_err(|e| format!("cannot set IP_TOS: {e}"))?;
         if let Some(ip) = source {
-            sock.bind(SocketAddr::new(ip.into(), 0))?;
+            sock.bind(SocketAddr::new(ip.into(), 0))
+                .map_err(|e| format!("cannot bind {ip}: {e}"))?;
         }
-        let stream = sock.connect(server).await?;
-        stream.set_nodelay(true)?;
-        let (rx, tx) = stream.into_split();
-        Ok(Conn {
-            rx: BufReader::with_capacity(64 * 1024, rx),
-            tx,
-            line: Vec::with_capacity(128),
-        })
-    }
-
-    /// Reads one reply line (without its `\r\n`) into `self.line`.
-    async fn read_line(&mut self) -> Result<(), String> {
-        self.line.clear();
-        let n = (&mut self.rx)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut self.line)
-            .await
-            .map_err(|e| format!("reading the reply: {e}"))?;
-        if n == 0 {
-            return Err("the server closed the connection".into());
-        }
-        if !self.line.ends_with(b"\r\n") {
-            return Err(format!(
-                "reply line without \\r\\n: {:?}",
-                String::from_utf8_lossy(&self.line)
-            ));
-        }
-        self.line.truncate(self.line.len() - 2);
-        Ok(())
-    }
-
-    fn line_text(&self) -> String {
-        String::from_utf8_lossy(&self.line).into_owned()
+        let stream = sock.connect(server).await.map_err(|e| e.to_string())?;
+        Client::from_stream(stream, timeout)
+            .map(Conn)
+            .map_err(|e| e.to_string())
     }
 
     /// `get v<size>`; the reply must be the value of exactly `size` bytes.
     pub(crate) async fn get(&mut self, size: u32) -> Result<(), String> {
-        let req = format!("get {}\r\n", key(size));
-        self.tx
-            .write_all(req.as_bytes())
+        let c = &mut self.0;
+        c.send(&Request::get(key(size)))
             .await
-            .map_err(|e| format!("sending: {e}"))?;
-        self.read_line().await?;
-        let line = self.line_text();
-        if line == "END" {
-            return Err(format!("miss: key {} is not stored", key(size)));
+            .map_err(|e| e.to_string())?;
+        let f = c.recv_frame().await.map_err(|e| e.to_string())?;
+        match (f.error, f.values, f.value_bytes) {
+            (true, ..) => Err("an error reply".into()),
+            (false, 0, _) => Err(format!("miss: key {} is not stored", key(size))),
+            (false, 1, n) if n == size as usize => Ok(()),
+            (false, v, n) => Err(format!("{v} values of {n} bytes, expected one of {size}")),
         }
-        let mut words = line.split(' ');
-        let (Some("VALUE"), Some(_key), Some(_flags), Some(bytes)) =
-            (words.next(), words.next(), words.next(), words.next())
-        else {
-            return Err(format!("unexpected reply {line:?}"));
-        };
-        let bytes: u64 = bytes
-            .parse()
-            .map_err(|_| format!("unexpected reply {line:?}"))?;
-        if bytes != u64::from(size) {
-            return Err(format!("value of {bytes} bytes, expected {size}"));
-        }
-        let skipped = tokio::io::copy(&mut (&mut self.rx).take(bytes), &mut tokio::io::sink())
-            .await
-            .map_err(|e| format!("reading the value: {e}"))?;
-        if skipped != bytes {
-            return Err("the server closed the connection within a value".into());
-        }
-        self.read_line().await?;
-        if !self.line.is_empty() {
-            return Err(format!("value not ended by \\r\\n: {:?}", self.line_text()));
-        }
-        self.read_line().await?;
-        if self.line != b"END" {
-            return Err(format!("expected END, got {:?}", self.line_text()));
-        }
-        Ok(())
     }
 
     /// `set v<size> 0 0 <size>` with `size` zero bytes; the reply must be `STORED`.
     pub(crate) async fn set(&mut self, size: u32) -> Result<(), String> {
+        let c = &mut self.0;
         let head = format!("set {} 0 0 {size}\r\n", key(size));
-        let send = async {
-            self.tx.write_all(head.as_bytes()).await?;
-            let mut left = size as usize;
-            while left > 0 {
-                let n = left.min(ZEROS.len());
-                self.tx.write_all(&ZEROS[..n]).await?;
-                left -= n;
-            }
-            self.tx.write_all(b"\r\n").await
-        };
-        send.await.map_err(|e| format!("sending: {e}"))?;
-        self.read_line().await?;
-        if self.line != b"STORED" {
-            return Err(format!("expected STORED, got {:?}", self.line_text()));
+        let e = |e: MemcacheError| e.to_string();
+        c.send_raw(head.as_bytes(), None).await.map_err(e)?;
+        let mut left = size as usize;
+        while left > 0 {
+            let n = left.min(ZEROS.len());
+            c.send_raw(&ZEROS[..n], None).await.map_err(e)?;
+            left -= n;
         }
-        Ok(())
+        c.send_raw(b"\r\n", Some(ReplyShape::Line))
+            .await
+            .map_err(e)?;
+        match c.recv().await.map_err(e)? {
+            Reply::Status(s) if s == "STORED" => Ok(()),
+            other => Err(format!("expected STORED, got {other:?}")),
+        }
     }
 }
 
@@ -669,10 +612,11 @@ pub fn preload(
                     netns::enter(ns)?;
                 }
                 runtime()?.block_on(async {
-                    let mut conn = tokio::time::timeout(timeout, Conn::connect(server, None, 0))
-                        .await
-                        .map_err(|_| err(format!("connecting timed out after {timeout:?}")))?
-                        .map_err(|e| err(format!("cannot connect: {e}")))?;
+                    let mut conn =
+                        tokio::time::timeout(timeout, Conn::connect(server, None, 0, timeout))
+                            .await
+                            .map_err(|_| err(format!("connecting timed out after {timeout:?}")))?
+                            .map_err(|e| err(format!("cannot connect: {e}")))?;
                     for &s in &sizes {
                         let step = async {
                             conn.set(s).await?;
@@ -721,7 +665,10 @@ pub fn closed_loop_gets(
                         let ctl = Arc::clone(ctl);
                         tasks.spawn_local(async move {
                             let _ = tokio::time::timeout_at(deadline, async {
-                                let mut conn = Conn::connect(server, source, 0).await.ok()?;
+                                let mut conn =
+                                    Conn::connect(server, source, 0, Duration::from_secs(60))
+                                        .await
+                                        .ok()?;
                                 while !ctl.stopped() {
                                     conn.get(size_bytes).await.ok()?;
                                     done.set(done.get() + 1);

@@ -1,55 +1,24 @@
 //! Real memcached servers (Debian's package), one per server host, started inside the host's
-//! network namespace by this process, tracked by PID and stopped by it.
+//! network namespace by this process (`tailbound_dataplane::memcache::Memcached`), tracked by
+//! PID and stopped by it.
 //!
-//! The child enters the namespace itself before `exec` (`setns` in `pre_exec`), so the PID we
-//! hold is memcached's own. It listens on the host's address only, TCP only (`-U 0`), with the
-//! item size limit raised above the largest value a replay stores (`-I`, [`ITEM_SIZE_BYTES`]).
-//! For a run it gets `PR_SET_PDEATHSIG = SIGKILL`: if this process dies without running its
-//! destructors (SIGKILL), memcached dies with the thread that started it (start it from the
-//! thread that runs the whole testbed). A persistent testbed's servers (`tailbound testbed up`)
-//! are detached instead (own session, no death signal) and stopped by `down`, which checks
+//! Each listens on its host's address only, TCP only, with the item size limit raised above
+//! the largest value a replay stores (`-I`, [`ITEM_SIZE_BYTES`]). For a run it dies with the
+//! thread that started it if this process is killed without running its destructors
+//! (SIGKILL): start it from the thread that runs the whole testbed. A persistent testbed's
+//! servers (`tailbound testbed up`) are detached instead and stopped by `down`, which checks
 //! that a recorded PID is still the same memcached ([`ProcessId`]) before signalling it.
 
 use crate::TestbedError;
-use std::io::Read;
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tailbound_dataplane::netns;
+use tailbound_dataplane::memcache::{MemcacheError, Memcached, MemcachedOptions};
 
 /// memcached's item size limit on the testbed [bytes]: 2 MiB, above the largest value a
 /// replay stores (1 MiB, the traces' largest request) plus its item header.
 pub const ITEM_SIZE_BYTES: u64 = 2 << 20;
-
-/// How the servers are started.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MemcachedOptions {
-    /// the executable
-    pub binary: PathBuf,
-    /// worker threads per server (`-t`)
-    pub threads: u32,
-    /// most connections per server (`-c`)
-    pub max_connections: u32,
-    /// how long a server may take to accept connections
-    pub ready_timeout: Duration,
-    /// detach the servers (persistent testbed): no death signal, own session
-    pub detached: bool,
-}
-
-impl Default for MemcachedOptions {
-    fn default() -> Self {
-        MemcachedOptions {
-            binary: PathBuf::from("memcached"),
-            threads: 1,
-            max_connections: 8192,
-            ready_timeout: Duration::from_secs(30),
-            detached: false,
-        }
-    }
-}
 
 /// Checks that `binary` runs; returns its version line (`memcached 1.6.18`).
 pub fn check_binary(binary: &Path) -> Result<String, TestbedError> {
@@ -126,200 +95,56 @@ impl ProcessId {
     }
 }
 
-/// A running memcached; stopped when dropped (unless detached and kept).
-#[derive(Debug)]
-pub struct Server {
-    child: Option<Child>,
-    id: ProcessId,
-    host: String,
+/// Starts memcached on server host `host` (namespace `ns`) listening on `addr` with
+/// `memory_mib` of item memory and the testbed's item size limit, from `binary`; waits until
+/// it accepts connections. A server that cannot start is an error naming the host and saying
+/// why (a port in use, the binary missing, its own message).
+pub fn start(
+    ns: &str,
+    host: &str,
     addr: SocketAddr,
-}
-
-impl Server {
-    /// Starts memcached in namespace `ns` (host `host`) listening on `addr`, with `memory_mib`
-    /// of item memory, and waits until it accepts connections. A server that exits at start
-    /// (a port in use, a bad option) is an error with its own message.
-    pub fn start(
-        ns: &str,
-        host: &str,
-        addr: SocketAddr,
-        memory_mib: u64,
-        opts: &MemcachedOptions,
-    ) -> Result<Server, TestbedError> {
-        let netns_file =
-            std::fs::File::open(netns::path(ns)).map_err(|e| TestbedError::Server {
+    memory_mib: u64,
+    binary: &Path,
+    detached: bool,
+) -> Result<Memcached, TestbedError> {
+    let opts = MemcachedOptions {
+        binary: binary.display().to_string(),
+        listen: addr.ip(),
+        port: Some(addr.port()),
+        memory_mib: u32::try_from(memory_mib).unwrap_or(u32::MAX),
+        threads: 1,
+        max_connections: 8192,
+        ready_timeout: Duration::from_secs(30),
+        netns: Some(ns.to_string()),
+        item_size_bytes: Some(ITEM_SIZE_BYTES),
+        detached,
+    };
+    let server = Memcached::start(&opts).map_err(|e| {
+        let message = match e {
+            MemcacheError::Start { message, .. } => message,
+            other => other.to_string(),
+        };
+        if message.contains("Address already in use") {
+            TestbedError::PortInUse {
                 host: host.to_string(),
                 addr,
-                message: format!("cannot open namespace {ns}: {e}"),
-            })?;
-        let mut cmd = Command::new(&opts.binary);
-        cmd.args(["-l", &addr.ip().to_string()])
-            .args(["-p", &addr.port().to_string()])
-            .args(["-U", "0"])
-            .args(["-I", &ITEM_SIZE_BYTES.to_string()])
-            .args(["-m", &memory_mib.to_string()])
-            .args(["-t", &opts.threads.to_string()])
-            .args(["-c", &opts.max_connections.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if netns::is_root() {
-            // memcached refuses to run as root unless told which user to be
-            cmd.args(["-u", "root"]);
-        }
-        let fd = netns_file.as_raw_fd();
-        let detached = opts.detached;
-        // SAFETY: setns, prctl and setsid are async-signal-safe system calls; the closure
-        // allocates nothing and the fd stays open until spawn returns.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if detached {
-                    libc::setsid();
-                } else if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().map_err(|e| TestbedError::MemcachedMissing {
-            binary: opts.binary.clone(),
-            why: e.to_string(),
-        })?;
-        drop(netns_file);
-        let pid = child.id();
-        let mut server = Server {
-            id: ProcessId::of(pid).unwrap_or(ProcessId {
-                pid,
-                start_ticks: 0,
-            }),
-            child: Some(child),
-            host: host.to_string(),
-            addr,
-        };
-        server.wait_ready(ns, opts.ready_timeout)?;
-        tracing::info!(host, %addr, pid, "memcached started");
-        Ok(server)
-    }
-
-    /// Polls until a connection from inside `ns` succeeds, the server exits or `timeout`
-    /// passes.
-    fn wait_ready(&mut self, ns: &str, timeout: Duration) -> Result<(), TestbedError> {
-        let addr = self.addr;
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop_probe = std::sync::Arc::clone(&stop);
-        let ns = ns.to_string();
-        let deadline = Instant::now() + timeout;
-        let probe = std::thread::Builder::new()
-            .name("memcached-ready".into())
-            .spawn(move || {
-                if netns::enter(&ns).is_err() {
-                    return;
-                }
-                while !stop_probe.load(std::sync::atomic::Ordering::Relaxed)
-                    && Instant::now() < deadline
-                {
-                    if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
-                        .is_ok()
-                    {
-                        let _ = tx.send(());
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            })
-            .map_err(|e| self.fail(format!("cannot start a thread: {e}")))?;
-        let result = loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    let mut err = String::new();
-                    if let Some(mut e) = child.stderr.take() {
-                        let _ = e.read_to_string(&mut err);
-                    }
-                    let err = err.trim().to_string();
-                    break Err(if err.contains("Address already in use") {
-                        TestbedError::PortInUse {
-                            host: self.host.clone(),
-                            addr,
-                            message: err,
-                        }
-                    } else {
-                        self.fail(format!("memcached exited at start with {status}: {err}"))
-                    });
-                }
+                message,
             }
-            match rx.recv_timeout(Duration::from_millis(5)) {
-                Ok(()) => break Ok(()),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    // the probe gave up: the deadline passed (or it could not enter)
-                    if Instant::now() >= deadline {
-                        break Err(self.fail(format!(
-                            "memcached does not accept connections after {timeout:?}"
-                        )));
-                    }
-                    break Err(self.fail("cannot probe memcached from its namespace".into()));
-                }
+        } else if message.contains("install memcached") {
+            TestbedError::MemcachedMissing {
+                binary: binary.to_path_buf(),
+                why: message,
             }
-        };
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let _ = probe.join();
-        result
-    }
-
-    fn fail(&self, message: String) -> TestbedError {
-        TestbedError::Server {
-            host: self.host.clone(),
-            addr: self.addr,
-            message,
-        }
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    pub fn id(&self) -> ProcessId {
-        self.id
-    }
-
-    /// Leaves a detached server running when this value goes (a persistent testbed).
-    pub fn keep(mut self) -> ProcessId {
-        self.child = None;
-        self.id
-    }
-
-    /// Stops it: SIGTERM, then SIGKILL if it has not exited within 2 s; reaps it.
-    pub fn stop(mut self) {
-        self.terminate();
-    }
-
-    fn terminate(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        if matches!(child.try_wait(), Ok(None)) {
-            // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet
-            // reaped, so it cannot have been recycled.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
+        } else {
+            TestbedError::Server {
+                host: host.to_string(),
+                addr,
+                message,
             }
-            let _ = child.kill();
         }
-        let _ = child.wait();
-        tracing::info!(host = %self.host, pid = self.id.pid, "memcached stopped");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.terminate();
-    }
+    })?;
+    tracing::info!(host, %addr, pid = server.pid(), "memcached started");
+    Ok(server)
 }
 
 /// Stops a detached memcached recorded earlier, if that very process still runs: SIGTERM,
@@ -328,8 +153,8 @@ pub fn stop_recorded(id: ProcessId) -> bool {
     if !id.is_memcached() {
         return false;
     }
-    // SAFETY: as in `Server::terminate`; `is_memcached` checked the start time, so the pid is
-    // still the process we recorded.
+    // SAFETY: kill has no memory preconditions; `is_memcached` checked the start time, so the
+    // pid is still the process we recorded.
     unsafe { libc::kill(id.pid as libc::pid_t, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(2);
     while id.is_memcached() && Instant::now() < deadline {

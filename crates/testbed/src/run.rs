@@ -50,10 +50,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             topology: TopologyOptions::default(),
-            testbed: TestbedOptions {
-                enforce: true,
-                ..TestbedOptions::default()
-            },
+            testbed: TestbedOptions::default(),
             window_s: 180.0,
             duration_s: None,
             timeout_s: None,

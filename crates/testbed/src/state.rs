@@ -64,7 +64,6 @@ pub fn up(input: &Input<'_>, opts: &RunOptions, name: &str) -> Result<UpState, T
     let p = prepare(input, opts)?;
     let mut testbed = opts.testbed.clone();
     testbed.persistent = Some(name.to_string());
-    testbed.memcached.detached = true;
     let bed = Testbed::up(&p.topology, &sizes(&p), &testbed)?;
     let mut state = UpState {
         name: name.to_string(),

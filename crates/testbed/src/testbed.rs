@@ -8,14 +8,16 @@
 //! responses carry its priority as its requests do.
 
 use crate::enforce;
-use crate::memcached::{self, MemcachedOptions, ProcessId, Server};
+use crate::memcached::{self, ProcessId};
 use crate::schedule::Schedule;
 use crate::topology::{AggressorKind, Topology};
 use crate::TestbedError;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tailbound_dataplane::blast::{self, BlastProtocol, BlastSpec, Sink};
+use tailbound_dataplane::memcache::Memcached;
 use tailbound_dataplane::netns::{self, HostSpec, Lan, LanSpec};
 use tailbound_dataplane::probe::Control;
 use tailbound_dataplane::replay::{
@@ -23,14 +25,25 @@ use tailbound_dataplane::replay::{
 };
 
 /// How a testbed is built.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TestbedOptions {
     /// apply the decisions (priorities, rate limits) on every host and switch port; without
     /// it the links are only shaped to their rates
     pub enforce: bool,
-    pub memcached: MemcachedOptions,
-    /// a persistent testbed of this name (`tailbound testbed up`)
+    /// the memcached executable
+    pub memcached: PathBuf,
+    /// a persistent testbed of this name (`tailbound testbed up`): its servers are detached
     pub persistent: Option<String>,
+}
+
+impl Default for TestbedOptions {
+    fn default() -> Self {
+        TestbedOptions {
+            enforce: true,
+            memcached: PathBuf::from("memcached"),
+            persistent: None,
+        }
+    }
 }
 
 /// How long storing one value may take while preloading.
@@ -54,7 +67,7 @@ pub struct Measured {
 #[derive(Debug)]
 pub struct Testbed {
     topology: Topology,
-    servers: Vec<(usize, Server)>,
+    servers: Vec<(usize, Memcached)>,
     sink: Option<Sink>,
     enforced: bool,
     // dropped last: the namespaces go after the processes in them
@@ -70,7 +83,7 @@ impl Testbed {
         sizes: &[(usize, Vec<u32>)],
         opts: &TestbedOptions,
     ) -> Result<Testbed, TestbedError> {
-        memcached::check_binary(&opts.memcached.binary)?;
+        memcached::check_binary(&opts.memcached)?;
         if !netns::is_root() {
             return Err(TestbedError::Netns(
                 tailbound_dataplane::NetnsError::NotRoot,
@@ -116,12 +129,13 @@ impl Testbed {
                 .map_or(&[][..], |(_, v)| v.as_slice());
             let bytes = values.iter().map(|&s| u64::from(s)).sum();
             let addr = SocketAddr::new(host.ip.into(), topology.port);
-            let server = Server::start(
+            let server = memcached::start(
                 &ns(h),
                 &host.name,
                 addr,
                 memcached::memory_mib(bytes, values.len()),
                 &opts.memcached,
+                opts.persistent.is_some(),
             )?;
             bed.servers.push((h, server));
             replay::preload(Some(&ns(h)), addr, values, PRELOAD_TIMEOUT)?;
@@ -174,7 +188,10 @@ impl Testbed {
 
     /// The memcached processes, by server host.
     pub fn servers(&self) -> Vec<(usize, ProcessId)> {
-        self.servers.iter().map(|(h, s)| (*h, s.id())).collect()
+        self.servers
+            .iter()
+            .filter_map(|(h, s)| ProcessId::of(s.pid()).map(|p| (*h, p)))
+            .collect()
     }
 
     /// Replays `schedule` (built on this testbed's topology) with the aggressor, if any,
@@ -212,12 +229,8 @@ impl Testbed {
                 });
             }
         }
-        let servers_cpu = || {
-            self.servers
-                .iter()
-                .map(|(_, s)| s.id().cpu_seconds())
-                .sum::<f64>()
-        };
+        let ids = self.servers();
+        let servers_cpu = || ids.iter().map(|(_, p)| p.cpu_seconds()).sum::<f64>();
         let cpu0 = servers_cpu();
         let stop_aggressor = Arc::new(Control::new());
         // the aggressor stops by itself at the latest when every request has timed out
@@ -303,10 +316,10 @@ impl Testbed {
 
     /// Leaves the testbed up (a persistent one) and returns its servers' processes.
     pub fn keep(mut self) -> Vec<(usize, ProcessId)> {
-        let servers = std::mem::take(&mut self.servers)
-            .into_iter()
-            .map(|(h, s)| (h, s.keep()))
-            .collect();
+        let servers = self.servers();
+        for (_, s) in std::mem::take(&mut self.servers) {
+            s.detach();
+        }
         if let Some(sink) = self.sink.take() {
             // a sink is a thread of this process; nothing of it outlives the process
             drop(sink);

@@ -182,7 +182,7 @@ fn options(b: &BuildArgs) -> RunOptions {
     o.topology.port = b.port;
     o.topology.aggressor = b.aggressor.clone();
     o.testbed.enforce = !b.no_enforce;
-    o.testbed.memcached.binary = b.memcached.clone();
+    o.testbed.memcached = b.memcached.clone();
     o
 }
 

@@ -52,6 +52,20 @@ impl Client {
                 timeout_s: timeout.as_secs_f64(),
             })?
             .map_err(|source| MemcacheError::Connect { addr, source })?;
+        Client::from_stream(stream, timeout)
+    }
+
+    /// A client over a stream connected elsewhere (e.g. bound to a source address and marked
+    /// with IP_TOS before connecting); `timeout` bounds every later read and write.
+    ///
+    /// # Errors
+    /// [`MemcacheError::Io`] when the stream has no peer or cannot disable Nagle.
+    pub fn from_stream(stream: TcpStream, timeout: Duration) -> Result<Client, MemcacheError> {
+        let unknown = SocketAddr::from(([0, 0, 0, 0], 0));
+        let addr = stream.peer_addr().map_err(|source| MemcacheError::Io {
+            addr: unknown,
+            source,
+        })?;
         stream
             .set_nodelay(true)
             .map_err(|source| MemcacheError::Io { addr, source })?;

@@ -6,10 +6,16 @@
 //! it (the main thread, or a test's own thread; not a `spawn_blocking` thread). It runs as the
 //! current user (`-u root` when that is root, since memcached refuses root otherwise), with UDP
 //! off.
+//!
+//! In a network namespace ([`MemcachedOptions::netns`], the testbed's server hosts) the child
+//! enters the namespace itself before `exec`, so the PID held is memcached's own, and readiness
+//! is probed from inside the namespace. A detached server ([`MemcachedOptions::detached`]: own
+//! session, no death signal) outlives this process once [`Memcached::detach`] is called.
 
 use super::MemcacheError;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -32,6 +38,12 @@ pub struct MemcachedOptions {
     pub max_connections: u32,
     /// how long to wait for it to accept connections
     pub ready_timeout: Duration,
+    /// the network namespace to run in (`None`: the caller's); `port` must then be given
+    pub netns: Option<String>,
+    /// item size limit (`-I`) [bytes]; `None`: memcached's default, 1 MiB
+    pub item_size_bytes: Option<u64>,
+    /// outlive this process (own session, no death signal); see [`Memcached::detach`]
+    pub detached: bool,
 }
 
 impl Default for MemcachedOptions {
@@ -49,6 +61,9 @@ impl Default for MemcachedOptions {
             threads: 2,
             max_connections: 1024,
             ready_timeout: Duration::from_secs(10),
+            netns: None,
+            item_size_bytes: None,
+            detached: false,
         }
     }
 }
@@ -56,7 +71,9 @@ impl Default for MemcachedOptions {
 /// A running memcached; see the module docs.
 #[derive(Debug)]
 pub struct Memcached {
-    child: Child,
+    /// `None` once detached
+    child: Option<Child>,
+    pid: u32,
     addr: SocketAddr,
 }
 
@@ -81,6 +98,12 @@ impl Memcached {
     /// # Errors
     /// [`MemcacheError::Start`] with memcached's own message when it cannot start.
     pub fn start(opts: &MemcachedOptions) -> Result<Memcached, MemcacheError> {
+        if opts.netns.is_some() && opts.port.is_none() {
+            return Err(MemcacheError::Start {
+                binary: opts.binary.clone(),
+                message: "a port must be given to listen inside a network namespace".into(),
+            });
+        }
         let mut last = String::new();
         let attempts = if opts.port.is_some() { 1 } else { 5 };
         for _ in 0..attempts {
@@ -110,6 +133,12 @@ impl Memcached {
             .args(["-m", &opts.memory_mib.to_string()])
             .args(["-t", &opts.threads.to_string()])
             .args(["-c", &opts.max_connections.to_string()])
+            .args(
+                opts.item_size_bytes
+                    .map(|i| ["-I".to_string(), i.to_string()])
+                    .iter()
+                    .flatten(),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -117,10 +146,27 @@ impl Memcached {
         if unsafe { libc::geteuid() } == 0 {
             cmd.args(["-u", "root"]);
         }
-        // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+        let netns_file = match &opts.netns {
+            Some(ns) => Some(
+                std::fs::File::open(crate::netns::path(ns))
+                    .map_err(|e| format!("cannot open network namespace {ns}: {e}"))?,
+            ),
+            None => None,
+        };
+        let netns_fd = netns_file.as_ref().map(|f| f.as_raw_fd());
+        let detached = opts.detached;
+        // SAFETY: setns, setsid and prctl are async-signal-safe; the closure allocates
+        // nothing, and the namespace's fd stays open until spawn returns.
         unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+            cmd.pre_exec(move || {
+                if let Some(fd) = netns_fd {
+                    if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if detached {
+                    libc::setsid();
+                } else if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -129,20 +175,24 @@ impl Memcached {
         let child = cmd.spawn().map_err(|e| {
             format!("{e}; install memcached (apt-get install -y memcached) or pass its path")
         })?;
+        drop(netns_file);
         let mut m = Memcached {
-            child,
+            pid: child.id(),
+            child: Some(child),
             addr: SocketAddr::new(opts.listen, port),
         };
         let start = Instant::now();
         loop {
-            if let Ok(Some(status)) = m.child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = m.child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
+            if let Some(child) = m.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    return Err(format!("exited with {status}: {}", err.trim()));
                 }
-                return Err(format!("exited with {status}: {}", err.trim()));
             }
-            if TcpStream::connect_timeout(&m.addr, Duration::from_millis(100)).is_ok() {
+            if accepts(m.addr, opts.netns.as_deref()) {
                 return Ok(m);
             }
             if start.elapsed() > opts.ready_timeout {
@@ -162,12 +212,22 @@ impl Memcached {
 
     /// Its process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
     }
 
-    /// Whether it is still running.
+    /// Whether it is still running (a detached server is no longer watched: false).
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Leaves a detached server running after this value and this process are gone; returns
+    /// its PID. (Without [`MemcachedOptions::detached`] it still dies with the thread that
+    /// started it.)
+    pub fn detach(mut self) -> u32 {
+        self.child = None;
+        self.pid
     }
 
     /// Stops it: SIGTERM, then SIGKILL if it has not exited within 2 s.
@@ -177,9 +237,15 @@ impl Memcached {
 
     fn terminate(&mut self) {
         if !self.is_running() {
+            if let Some(mut c) = self.child.take() {
+                let _ = c.wait();
+            }
             return;
         }
-        if let Ok(pid) = i32::try_from(self.child.id()) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if let Ok(pid) = i32::try_from(child.id()) {
             // SAFETY: kill has no memory-safety preconditions; pid is our child's.
             unsafe {
                 libc::kill(pid, libc::SIGTERM);
@@ -187,18 +253,32 @@ impl Memcached {
         }
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(2) {
-            if !self.is_running() {
+            if !matches!(child.try_wait(), Ok(None)) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
 impl Drop for Memcached {
     fn drop(&mut self) {
         self.terminate();
+    }
+}
+
+/// Whether `addr` accepts a TCP connection, tried from namespace `netns` (a short-lived thread
+/// enters it) or from the caller's.
+fn accepts(addr: SocketAddr, netns: Option<&str>) -> bool {
+    let connect = || TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok();
+    match netns {
+        None => connect(),
+        Some(ns) => std::thread::scope(|s| {
+            s.spawn(|| crate::netns::enter(ns).is_ok() && connect())
+                .join()
+                .unwrap_or(false)
+        }),
     }
 }

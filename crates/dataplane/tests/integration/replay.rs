@@ -5,69 +5,30 @@
 //! failure.
 
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tailbound_dataplane::memcache::server::available;
+use tailbound_dataplane::memcache::{Memcached, MemcachedOptions};
 use tailbound_dataplane::probe::Control;
 use tailbound_dataplane::replay::{self, HostReplay, ReplayOptions, ReplayRequest, TenantReplay};
 use tailbound_dataplane::ReplayError;
 
-/// A memcached on 127.0.0.1, killed when dropped.
-struct Memcached {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// A memcached on a free loopback port with the item size raised to 2 MiB, or `None` (test
+/// skipped) when it is not installed outside CI.
 fn memcached() -> Option<Memcached> {
-    if Command::new("memcached").arg("-V").output().is_err() {
+    if !available() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "memcached is missing under CI=true (apt-get install -y memcached)"
+            "memcached is not installed (apt-get install -y memcached); CI must run this test"
         );
         eprintln!("skipped: memcached is not installed");
         return None;
     }
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut cmd = Command::new("memcached");
-    cmd.args([
-        "-l",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-U",
-        "0",
-        "-I",
-        "2m",
-        "-m",
-        "64",
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        cmd.args(["-u", "root"]);
-    }
-    let child = cmd.spawn().unwrap();
-    let m = Memcached { child, addr };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(addr).is_err() {
-        assert!(Instant::now() < deadline, "memcached did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Some(m)
+    let opts = MemcachedOptions {
+        item_size_bytes: Some(2 << 20),
+        ..MemcachedOptions::default()
+    };
+    Some(Memcached::start(&opts).expect("memcached starts"))
 }
 
 fn requests(n: u64, sizes: &[u32]) -> Vec<ReplayRequest> {
@@ -92,10 +53,10 @@ fn one_host(tenants: Vec<TenantReplay>) -> Vec<HostReplay> {
 fn every_request_of_every_tenant_is_sent_answered_and_recorded() {
     let Some(m) = memcached() else { return };
     let sizes = [100, 4096, 65_536, 1 << 20];
-    replay::preload(None, m.addr, &sizes, Duration::from_secs(30)).unwrap();
+    replay::preload(None, m.addr(), &sizes, Duration::from_secs(30)).unwrap();
     let tenant = |name: &str, n| TenantReplay {
         name: name.into(),
-        server: m.addr,
+        server: m.addr(),
         source: None,
         tos: 0x20,
         requests: requests(n, &sizes),
@@ -143,7 +104,7 @@ fn a_get_of_a_value_never_stored_is_an_error_not_a_reply() {
     let out = replay::run(
         one_host(vec![TenantReplay {
             name: "miss".into(),
-            server: m.addr,
+            server: m.addr(),
             source: None,
             tos: 0,
             requests: vec![ReplayRequest {
