@@ -137,3 +137,102 @@ pub fn check(
     }
     Ok(l)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Host, Tenant};
+    use std::net::{Ipv4Addr, SocketAddr};
+    use tailbound_dataplane::replay::ReplayRequest;
+
+    fn case(scale: f64, requests: u64, size: u32) -> (Topology, Schedule) {
+        let host = |server: bool| Host {
+            name: "h".into(),
+            label: "h".into(),
+            ip: Ipv4Addr::LOCALHOST,
+            rate_bytes_per_s: 1e6,
+            server,
+            client: !server,
+        };
+        let topology = Topology {
+            scale,
+            port: 1,
+            hosts: vec![host(false), host(true)],
+            tenants: vec![Tenant {
+                name: "t".into(),
+                scenario_index: 0,
+                client: 0,
+                server: 1,
+                address: Ipv4Addr::LOCALHOST,
+                server_addr: SocketAddr::from(([127, 0, 0, 1], 1)),
+                priority: 0,
+                tos: 0,
+                slo_s: 0.01,
+                percentile: 99.9,
+                limits: Vec::new(),
+            }],
+            aggressor: None,
+        };
+        // `requests` over 10 s of trace time
+        let reqs: Vec<ReplayRequest> = (0..requests)
+            .map(|i| ReplayRequest {
+                due_ns: 0,
+                window: 0,
+                read: true,
+                size_bytes: size + (i % 2) as u32,
+            })
+            .collect();
+        let schedule = Schedule {
+            tenants: vec![reqs],
+            replayed: vec![Vec::new()],
+            origin_ns: 0,
+            span_s: 10.0,
+            requests,
+            bytes: requests * u64::from(size),
+        };
+        (topology, schedule)
+    }
+
+    const TWO: Machine = Machine {
+        cores: 2,
+        memory_bytes: 16 << 30,
+    };
+
+    #[test]
+    fn a_load_beyond_the_cores_is_refused_with_a_scale_that_fits() {
+        let budget = Budget {
+            requests_per_s: 1000.0,
+            bytes_per_s: 1e6,
+        };
+        // 20 000 requests in 10 s: 2000/s → 2 cores by requests alone, more than 1.4 allowed
+        let (t, s) = case(1.0, 20_000, 100);
+        let e = check(&t, &s, &TWO, &budget).unwrap_err().to_string();
+        assert!(e.contains("use --scale"), "{e}");
+        let suggested: f64 = e
+            .split("use --scale ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let (t, s) = case(suggested, 20_000, 100);
+        let l = check(&t, &s, &TWO, &budget).unwrap();
+        assert!(l.cores <= 2.0 * CPU_SHARE + 1e-9, "{l:?}");
+        // slowed down 1/scale times, the same trace fits
+        assert!(l.requests_per_s < 2000.0);
+    }
+
+    #[test]
+    fn servers_needing_more_memory_than_the_machine_has_are_refused() {
+        let (t, s) = case(1.0, 10, 1 << 20);
+        let small = Machine {
+            cores: 2,
+            memory_bytes: 64 << 20,
+        };
+        let e = check(&t, &s, &small, &Budget::MEASURED)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MiB of item memory"), "{e}");
+        assert!(check(&t, &s, &TWO, &Budget::MEASURED).is_ok());
+    }
+}

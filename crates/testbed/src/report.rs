@@ -142,12 +142,26 @@ fn s(ns: u64) -> f64 {
     ns as f64 * 1e-9
 }
 
+/// The nearest-rank percentile of a histogram [s]: the value of rank `n − ⌊ε·n⌋` (ε = 1 −
+/// percentile/100), the simulator's rule (`tailbound_sim::nearest_rank`), read as the highest
+/// value of its bucket. (HdrHistogram's own `value_at_quantile` rounds `0.999 × 1000` up to
+/// rank 1000.)
 fn quantile(h: &Histogram<u64>, percentile: f64) -> f64 {
-    if h.is_empty() {
-        0.0
-    } else {
-        s(h.value_at_quantile(percentile / 100.0))
+    let n = h.len();
+    if n == 0 {
+        return 0.0;
     }
+    let epsilon = (100.0 - percentile) / 100.0;
+    let above = (epsilon * n as f64 * (1.0 + 1e-12)).floor() as u64;
+    let rank = n.saturating_sub(above).max(1);
+    let mut seen = 0;
+    for v in h.iter_recorded() {
+        seen += v.count_since_last_iteration();
+        if seen >= rank {
+            return s(h.highest_equivalent(v.value_iterated_to()));
+        }
+    }
+    s(h.max())
 }
 
 /// The median and quartiles of `v` (sorted in place), nearest rank.
@@ -322,9 +336,17 @@ mod tests {
         for v in 1..=1000u64 {
             h.record(v * 1_000_000).unwrap();
         }
-        // nearest rank p99.9 of 1..=1000 ms is 999 ms
+        // nearest rank p99.9 of 1..=1000 ms is 999 ms, p50 500 ms, p100 the max
         let p = quantile(&h, 99.9);
         assert!((0.999..=0.999 * 1.001).contains(&p), "{p}");
-        assert!((quantile(&h, 50.0) - 0.5).abs() < 0.5 * 1e-3);
+        let p = quantile(&h, 50.0);
+        assert!((0.5..=0.5 * 1.001).contains(&p), "{p}");
+        assert!(quantile(&h, 100.0) >= 1.0);
+        let mut few = tailbound_dataplane::probe::stats::new_histogram();
+        for v in [3u64, 1, 2] {
+            few.record(v * 1_000_000).unwrap();
+        }
+        // fewer samples than 1/ε: the maximum
+        assert!(quantile(&few, 99.9) >= 3e-3);
     }
 }

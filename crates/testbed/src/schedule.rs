@@ -145,3 +145,113 @@ impl Schedule {
         self.span_s / scale
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{tos_of_level, Host, Tenant};
+    use std::net::{Ipv4Addr, SocketAddr};
+    use tailbound_model::Op;
+
+    fn topology(scale: f64) -> Topology {
+        let host = |name: &str, server: bool| Host {
+            name: name.into(),
+            label: "h".into(),
+            ip: Ipv4Addr::LOCALHOST,
+            rate_bytes_per_s: 1e6,
+            server,
+            client: !server,
+        };
+        let tenant = |name: &str, scenario_index| Tenant {
+            name: name.into(),
+            scenario_index,
+            client: 0,
+            server: 1,
+            address: Ipv4Addr::LOCALHOST,
+            server_addr: SocketAddr::from(([127, 0, 0, 1], 1)),
+            priority: 0,
+            tos: tos_of_level(0),
+            slo_s: 0.01,
+            percentile: 99.9,
+            limits: Vec::new(),
+        };
+        Topology {
+            scale,
+            port: 1,
+            hosts: vec![host("c", false), host("s", true)],
+            // scenario tenant 1 is not admitted
+            tenants: vec![tenant("a", 0), tenant("b", 2)],
+            aggressor: None,
+        }
+    }
+
+    fn req(ms: u64, size: u64, op: Op) -> Request {
+        Request {
+            arrival_ns: ms * 1_000_000,
+            size_bytes: size,
+            op,
+        }
+    }
+
+    #[test]
+    fn due_times_are_slowed_by_the_scale_from_the_first_arrival_and_windows_counted_from_it() {
+        let requests = vec![
+            vec![
+                req(1000, 100, Op::Get),
+                req(1500, 200, Op::Put),
+                req(4000, 100, Op::Get),
+            ],
+            vec![req(0, 5, Op::Get)],
+            vec![req(1200, 300, Op::DiskRead)],
+        ];
+        let s = Schedule::build(&topology(0.5), &requests, 2.0, None).unwrap();
+        // origin: the first arrival of a running tenant (1 s; tenant 1 does not run)
+        assert_eq!(s.origin_ns, 1_000_000_000);
+        let due: Vec<u64> = s.tenants[0].iter().map(|r| r.due_ns).collect();
+        assert_eq!(due, [0, 1_000_000_000, 6_000_000_000]);
+        let windows: Vec<u32> = s.tenants[0].iter().map(|r| r.window).collect();
+        assert_eq!(windows, [0, 0, 1]);
+        assert_eq!(
+            s.tenants[0].iter().map(|r| r.read).collect::<Vec<_>>(),
+            [true, false, true]
+        );
+        assert_eq!(s.tenants[1][0].due_ns, 400_000_000);
+        assert_eq!((s.requests, s.bytes), (4, 700));
+        assert!((s.span_s - 3.0).abs() < 1e-12);
+        assert!((s.replay_s(0.5) - 6.0).abs() < 1e-12);
+        assert!(s.replayed[1].is_empty(), "not running, not simulated");
+        assert_eq!(s.sizes_on(&topology(0.5), 1), [100, 200, 300]);
+    }
+
+    #[test]
+    fn a_duration_keeps_the_same_requests_for_the_testbed_and_the_simulator() {
+        let requests = vec![
+            vec![req(1000, 100, Op::Get), req(2500, 200, Op::Put)],
+            vec![],
+            vec![req(1200, 300, Op::Get), req(1900, 300, Op::Get)],
+        ];
+        let s = Schedule::build(&topology(1.0), &requests, 180.0, Some(1.0)).unwrap();
+        assert_eq!(s.tenants[0].len(), 1);
+        assert_eq!(s.tenants[1].len(), 2);
+        assert_eq!(s.replayed[0].len(), 1);
+        assert_eq!(s.replayed[2].len(), 2);
+    }
+
+    #[test]
+    fn values_above_memcacheds_limit_and_empty_replays_are_refused() {
+        let big = vec![
+            vec![req(0, 2 << 20, Op::Get)],
+            vec![],
+            vec![req(0, 1, Op::Get)],
+        ];
+        let e = Schedule::build(&topology(1.0), &big, 180.0, None).unwrap_err();
+        assert!(e.to_string().contains("at most 1048576 bytes"), "{e}");
+        let none = vec![vec![], vec![], vec![]];
+        assert!(Schedule::build(&topology(1.0), &none, 180.0, None).is_err());
+        let one = vec![vec![req(0, 1, Op::Get)], vec![], vec![]];
+        for w in [0.0, f64::NAN] {
+            assert!(Schedule::build(&topology(1.0), &one, w, None).is_err());
+        }
+        assert!(Schedule::build(&topology(1.0), &one, 180.0, Some(0.0)).is_err());
+    }
+}

@@ -423,3 +423,227 @@ fn add_aggressor(
         target,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tailbound_model::{Excess, RateLimit, TenantDecision};
+
+    /// Three hosts, three tenants: web and kv from client1 to server1, batch from client1 to
+    /// server2; server3 unused.
+    const SCENARIO: &str = r#"
+[[hosts]]
+name = "client1"
+link = "1Gbit"
+[[hosts]]
+name = "server1"
+link = "1Gbit"
+[[hosts]]
+name = "server2"
+link = "10Gbit"
+[[hosts]]
+name = "server3"
+[[tenants]]
+name = "web"
+client = "client1"
+server = "server1"
+slo = "20ms"
+model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "fixed", bytes = 4096 }, read_fraction = 0.9, duration_s = 10, vocabulary = "key_value" }
+[[tenants]]
+name = "kv"
+client = "client1"
+server = "server1"
+slo = "50ms"
+model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "fixed", bytes = 1024 }, read_fraction = 0.5, duration_s = 10, vocabulary = "key_value" }
+[[tenants]]
+name = "batch"
+client = "client1"
+server = "server2"
+slo = "20ms"
+model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "fixed", bytes = 1024 }, read_fraction = 0.5, duration_s = 10, vocabulary = "key_value" }
+"#;
+
+    fn scenario() -> Scenario {
+        tailbound_scenario::own::parse_toml(Path::new("t.toml"), SCENARIO).unwrap()
+    }
+
+    fn decide(admitted: &[&str]) -> Decisions {
+        Decisions {
+            policy: "test".into(),
+            excess: Excess::Wait,
+            tenants: ["web", "kv", "batch"]
+                .iter()
+                .map(|n| TenantDecision {
+                    name: n.to_string(),
+                    admitted: admitted.contains(n),
+                    priority: None,
+                    server: None,
+                    limits: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    fn opts(scale: f64) -> TopologyOptions {
+        TopologyOptions {
+            scale,
+            ..TopologyOptions::default()
+        }
+    }
+
+    #[test]
+    fn hosts_are_those_admitted_tenants_use_at_scaled_rates() {
+        let t = Topology::build(&scenario(), &decide(&["web", "kv"]), &opts(0.1)).unwrap();
+        let names: Vec<&str> = t.hosts.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["client1", "server1"]);
+        assert!(t
+            .hosts
+            .iter()
+            .all(|h| (h.rate_bytes_per_s - 12.5e6).abs() < 1e-6));
+        assert!(t.hosts[0].client && !t.hosts[0].server);
+        assert!(t.hosts[1].server && !t.hosts[1].client);
+        assert_eq!(t.hosts[1].ip, netns::host_ip(1).unwrap());
+        // every tenant its own address, its server's memcached
+        assert_ne!(t.tenants[0].address, t.tenants[1].address);
+        assert_eq!(
+            t.tenants[0].server_addr,
+            SocketAddr::new(t.hosts[1].ip.into(), MEMCACHED_PORT)
+        );
+        // dense rank of the SLO among the admitted: 20 ms → 0, 50 ms → 1
+        assert_eq!((t.tenants[0].priority, t.tenants[1].priority), (0, 1));
+        assert!(t.tenants[0].tos > t.tenants[1].tos);
+        let all =
+            Topology::build(&scenario(), &decide(&["web", "kv", "batch"]), &opts(1.0)).unwrap();
+        assert_eq!(all.hosts.len(), 3);
+        assert_eq!(all.hosts[2].rate_bytes_per_s, 1.25e9);
+        assert_eq!(all.tenants[2].priority, 0, "batch shares web's SLO");
+    }
+
+    #[test]
+    fn decided_servers_priorities_and_limits_are_carried_scaled() {
+        let mut d = decide(&["web", "kv"]);
+        d.tenants[1].server = Some("server2".into());
+        d.tenants[1].priority = Some(5);
+        d.tenants[0].limits = vec![RateLimit {
+            flow: "web-req".into(),
+            rate: 1e6,
+            burst: 3000.0,
+        }];
+        let t = Topology::build(&scenario(), &d, &opts(0.5)).unwrap();
+        assert_eq!(t.hosts[t.tenants[1].server].name, "server2");
+        assert_eq!(t.tenants[1].priority, 5);
+        assert_eq!(
+            t.tenants[0].limits,
+            vec![Limit {
+                flow: "web-req".into(),
+                stage: Stage::NetIn,
+                rate_bytes_per_s: 0.5e6,
+                burst_bytes: 3000.0,
+            }]
+        );
+    }
+
+    #[test]
+    fn the_aggressor_gets_a_host_at_its_targets_rate() {
+        let mut o = opts(1.0);
+        o.aggressor = Some("udp".parse().unwrap());
+        let t = Topology::build(&scenario(), &decide(&["web", "kv", "batch"]), &o).unwrap();
+        let a = t.aggressor.as_ref().unwrap();
+        // server1 serves two tenants, server2 one
+        assert_eq!(t.hosts[a.target].name, "server1");
+        assert_eq!(t.hosts[a.host].name, "aggressor");
+        assert_eq!(t.hosts[a.host].rate_bytes_per_s, 125e6);
+        o.aggressor = Some("memcached@server2".parse().unwrap());
+        let t = Topology::build(&scenario(), &decide(&["web", "kv", "batch"]), &o).unwrap();
+        let a = t.aggressor.as_ref().unwrap();
+        assert_eq!(
+            (a.kind, t.hosts[a.target].name.as_str()),
+            (AggressorKind::Memcached, "server2")
+        );
+        assert_eq!(t.hosts[a.host].rate_bytes_per_s, 1.25e9);
+        o.aggressor = Some("tcp@server3".parse().unwrap());
+        let e = Topology::build(&scenario(), &decide(&["web"]), &o).unwrap_err();
+        assert!(e.to_string().contains("\"server3\" is not a server"), "{e}");
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_what_to_do() {
+        for bad in ["icmp", "udp@", ""] {
+            let e = bad.parse::<AggressorSpec>().unwrap_err().to_string();
+            assert!(
+                e.contains("udp, tcp or memcached") || e.contains("names no server"),
+                "{bad}: {e}"
+            );
+        }
+        for s in [0.0, -1.0, 1.5, f64::NAN] {
+            let e = Topology::build(&scenario(), &decide(&["web"]), &opts(s)).unwrap_err();
+            assert!(e.to_string().contains("(0, 1]"), "{e}");
+        }
+        let e = Topology::build(&scenario(), &decide(&[]), &opts(1.0)).unwrap_err();
+        assert!(e.to_string().contains("admit no tenant"), "{e}");
+        let mut d = decide(&["web"]);
+        d.tenants.pop();
+        let e = Topology::build(&scenario(), &d, &opts(1.0)).unwrap_err();
+        assert!(e.to_string().contains("batch"), "{e}");
+    }
+
+    #[test]
+    fn a_tenant_on_storage_is_refused() {
+        let text = SCENARIO
+            .replace(
+                "name = \"server1\"\nlink = \"1Gbit\"",
+                "name = \"server1\"\nlink = \"1Gbit\"\nstorage = true",
+            )
+            .replacen("slo = \"20ms\"\n", "slo = \"20ms\"\nstorage = true\n", 1);
+        let s = tailbound_scenario::own::parse_toml(Path::new("t.toml"), &text).unwrap();
+        let e = Topology::build(&s, &decide(&["web"]), &opts(1.0)).unwrap_err();
+        assert!(e.to_string().contains("crosses storage"), "{e}");
+    }
+
+    #[test]
+    fn more_hosts_than_one_machine_runs_are_refused() {
+        let mut text = String::new();
+        let hosts = netns::MAX_HOSTS + 1;
+        for h in 0..hosts {
+            text += &format!("[[hosts]]\nname = \"h{h}\"\n");
+        }
+        let mut names = Vec::new();
+        for t in 0..hosts / 2 + 1 {
+            names.push(format!("t{t}"));
+            text += &format!(
+                "[[tenants]]\nname = \"t{t}\"\nclient = \"h{}\"\nserver = \"h{}\"\nslo = \"1s\"\nmodel = {{ arrival = {{ model = \"poisson\", rate_per_s = 1 }}, sizes = {{ model = \"fixed\", bytes = 100 }}, read_fraction = 1, duration_s = 4, vocabulary = \"key_value\" }}\n",
+                (2 * t) % hosts,
+                (2 * t + 1) % hosts
+            );
+        }
+        let s = tailbound_scenario::own::parse_toml(Path::new("big.toml"), &text).unwrap();
+        let d = Decisions {
+            policy: "all".into(),
+            excess: Excess::Wait,
+            tenants: names
+                .iter()
+                .map(|n| TenantDecision {
+                    name: n.clone(),
+                    admitted: true,
+                    priority: None,
+                    server: None,
+                    limits: Vec::new(),
+                })
+                .collect(),
+        };
+        let e = Topology::build(&s, &d, &opts(1.0)).unwrap_err();
+        assert!(
+            matches!(e, TestbedError::TooManyHosts { max, .. } if max == netns::MAX_HOSTS),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tos_marks_order_priorities_and_leave_zero_to_best_effort() {
+        assert_eq!(tos_of_level(0), 63 << 2);
+        assert!(tos_of_level(1) < tos_of_level(0));
+        assert_eq!(tos_of_level(62), 1 << 2);
+        assert_eq!(tos_of_level(1000), 1 << 2);
+    }
+}

@@ -14,7 +14,7 @@
 
 use super::MemcacheError;
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -192,7 +192,8 @@ impl Memcached {
                     return Err(format!("exited with {status}: {}", err.trim()));
                 }
             }
-            if accepts(m.addr, opts.netns.as_deref()) {
+            // its own socket: another process on the same port must not pass for it
+            if listening(m.pid, port) {
                 return Ok(m);
             }
             if start.elapsed() > opts.ready_timeout {
@@ -269,16 +270,31 @@ impl Drop for Memcached {
     }
 }
 
-/// Whether `addr` accepts a TCP connection, tried from namespace `netns` (a short-lived thread
-/// enters it) or from the caller's.
-fn accepts(addr: SocketAddr, netns: Option<&str>) -> bool {
-    let connect = || TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok();
-    match netns {
-        None => connect(),
-        Some(ns) => std::thread::scope(|s| {
-            s.spawn(|| crate::netns::enter(ns).is_ok() && connect())
-                .join()
-                .unwrap_or(false)
-        }),
-    }
+/// Whether process `pid` has a TCP socket listening on `port`: a LISTEN entry of its own
+/// namespace's `/proc/<pid>/net/tcp` whose inode is one of its open sockets.
+fn listening(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")) else {
+        return false;
+    };
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+    table.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        f.len() > 9
+            && f[3] == "0A"
+            && f[1]
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+                == Some(port)
+            && inodes.contains(f[9])
+    })
 }

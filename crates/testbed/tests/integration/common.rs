@@ -1,0 +1,99 @@
+//! Shared by the testbed tests: the root check, turns, a small scenario and its inputs.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use tailbound_dataplane::netns;
+use tailbound_model::{Decisions, Excess, Request, TenantDecision};
+use tailbound_scenario::Scenario;
+use tailbound_sim::{Replay, ReplayPart};
+
+static TURN: Mutex<()> = Mutex::new(());
+
+/// The next test's turn, when this machine can run a testbed: root, iproute2 and memcached.
+/// Otherwise `None` after saying why ("skipped"), or a failure under `CI=true`.
+pub fn turn() -> Option<MutexGuard<'static, ()>> {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ip = Command::new("ip").arg("-V").output().is_ok();
+    let memcached = Command::new("memcached").arg("-V").output().is_ok();
+    if !(root && ip && memcached) {
+        let why =
+            format!("the testbed needs root ({root}), iproute2 ({ip}) and memcached ({memcached})");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{why}; under CI=true this test must run (run as root; apt-get install -y iproute2 memcached)"
+        );
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(TURN.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The namespaces this test process owns now.
+pub fn own_namespaces() -> Vec<String> {
+    let prefix = format!("{}{}-", netns::PREFIX, std::process::id());
+    netns::list()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// Two hosts on 100 Mbit/s links, two tenants with 20 s synthetic traces (10 s replayed).
+pub const SMALL: &str = r#"
+[[hosts]]
+name = "client1"
+link = "100Mbit"
+
+[[hosts]]
+name = "server1"
+link = "100Mbit"
+
+[[tenants]]
+name = "web"
+client = "client1"
+server = "server1"
+slo = "20ms"
+seed = 1
+model = { arrival = { model = "poisson", rate_per_s = 100 }, sizes = { model = "exponential", mean_bytes = 4096 }, read_fraction = 0.9, duration_s = 20, vocabulary = "key_value" }
+
+[[tenants]]
+name = "kv"
+client = "client1"
+server = "server1"
+slo = "50ms"
+seed = 2
+model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "choice", sizes = [1024, 65536] }, read_fraction = 0.5, duration_s = 20, vocabulary = "key_value" }
+"#;
+
+pub fn small() -> Scenario {
+    tailbound_scenario::own::parse_toml(Path::new("small.toml"), SMALL).unwrap()
+}
+
+/// Every tenant admitted, priorities by SLO, no limits.
+pub fn admit_all(s: &Scenario) -> Decisions {
+    Decisions {
+        policy: "all".into(),
+        excess: Excess::Wait,
+        tenants: s
+            .network
+            .tenants
+            .iter()
+            .map(|t| TenantDecision {
+                name: t.name.clone(),
+                admitted: true,
+                priority: None,
+                server: None,
+                limits: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// Each tenant's held-out half.
+pub fn requests(s: &Scenario) -> Vec<Vec<Request>> {
+    let r = Replay::load(s, ReplayPart::SecondHalf).unwrap();
+    (0..s.network.tenants.len())
+        .map(|i| r.requests(i).to_vec())
+        .collect()
+}

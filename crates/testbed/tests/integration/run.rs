@@ -1,0 +1,119 @@
+//! A small testbed run (2 hosts, 2 tenants, seconds): every request sent and answered, the
+//! servers real and alive during the replay, and nothing of the run left afterwards. Asserts
+//! what the code decides and counts, never latencies (the machine may be busy).
+
+use crate::common::{admit_all, own_namespaces, requests, small, turn};
+use std::sync::Arc;
+use tailbound_dataplane::netns;
+use tailbound_dataplane::probe::Control;
+use tailbound_dataplane::replay::ReplayOptions;
+use tailbound_testbed::run::{self as tb_run, prepare, sizes, Input, RunOptions};
+use tailbound_testbed::testbed::Testbed;
+
+fn options(duration_s: f64, scale: f64) -> RunOptions {
+    let mut o = RunOptions::default();
+    o.duration_s = Some(duration_s);
+    o.topology.scale = scale;
+    o
+}
+
+#[test]
+fn a_small_run_answers_every_request_and_leaves_nothing_behind() {
+    let Some(_turn) = turn() else { return };
+    let s = small();
+    let d = admit_all(&s);
+    let reqs = requests(&s);
+    let bounds = vec![None; 2];
+    let input = Input {
+        name: "small".into(),
+        scenario: &s,
+        decisions: &d,
+        requests: &reqs,
+        bounds: &bounds,
+    };
+    let opts = options(2.0, 0.5);
+    let p = prepare(&input, &opts).unwrap();
+    assert_eq!(p.topology.hosts.len(), 2);
+    let bed = Testbed::up(&p.topology, &sizes(&p), &opts.testbed).unwrap();
+    let names: Vec<String> = bed.lan().names().into_iter().map(String::from).collect();
+    assert_eq!(names.len(), 3, "two hosts and the switch");
+    let servers = bed.servers();
+    assert_eq!(servers.len(), 1);
+    assert!(
+        servers.iter().all(|(_, p)| p.is_memcached()),
+        "memcached runs"
+    );
+    // the memcached is in the server host's namespace
+    let server_ns = &bed.lan().hosts()[servers[0].0].ns;
+    assert!(netns::pids_in(server_ns).contains(&servers[0].1.pid));
+    let replay = ReplayOptions {
+        latency_scale: p.topology.scale,
+        timeout: tb_run::timeout(&p.topology, &opts),
+        ..ReplayOptions::default()
+    };
+    let m = bed
+        .replay(&p.schedule, &replay, &Arc::new(Control::new()))
+        .unwrap();
+    drop(bed);
+    assert_eq!(m.tenants.len(), 2);
+    for (t, scheduled) in m.tenants.iter().zip(&p.schedule.tenants) {
+        let n = scheduled.len() as u64;
+        assert!(n > 50, "{}: {n} requests in 2 s", t.name);
+        assert_eq!(
+            (t.sent, t.replies, t.errors, t.timeouts),
+            (n, n, 0, 0),
+            "{}: {:?}",
+            t.name,
+            t.first_error
+        );
+        assert_eq!(t.latency.len(), n);
+        assert!(t.connections >= 1);
+    }
+    // everything of the run is gone: processes and namespaces
+    assert!(
+        servers.iter().all(|(_, p)| !p.is_memcached()),
+        "memcached stopped"
+    );
+    assert!(names.iter().all(|n| !netns::path(n).exists()), "{names:?}");
+    assert!(own_namespaces().is_empty(), "{:?}", own_namespaces());
+}
+
+#[test]
+fn the_whole_run_reports_testbed_and_simulator_per_tenant() {
+    let Some(_turn) = turn() else { return };
+    let s = small();
+    let d = admit_all(&s);
+    let reqs = requests(&s);
+    let bounds = vec![Some(0.001), None];
+    let input = Input {
+        name: "small".into(),
+        scenario: &s,
+        decisions: &d,
+        requests: &reqs,
+        bounds: &bounds,
+    };
+    let mut opts = options(1.0, 1.0);
+    opts.topology.aggressor = Some("tcp".parse().unwrap());
+    let r = tb_run::run(&input, &opts, &Arc::new(Control::new()), &|_| {}).unwrap();
+    assert_eq!(r.tenants.len(), 2);
+    for t in &r.tenants {
+        assert_eq!(
+            (t.sent, t.replies, t.errors, t.timeouts),
+            (t.requests, t.requests, 0, 0),
+            "{}",
+            t.name
+        );
+        assert!(t.sim_p999_s > 0.0 && t.testbed_p999_s > 0.0, "{}", t.name);
+        assert_eq!(t.testbed_over_sim, Some(t.testbed_p999_s / t.sim_p999_s));
+        assert_eq!(t.violated, t.testbed_worst_window_s > t.slo_s);
+        assert_eq!(t.server, "server1");
+    }
+    assert_eq!(r.tenants[0].bound_s, Some(0.001));
+    assert_eq!(r.tenants[1].bound_s, None);
+    assert_eq!(r.comparison.tenants, 2);
+    let a = r.aggressor.as_ref().unwrap();
+    assert_eq!(a.target, "server1");
+    assert!(a.bytes > 0, "the aggressor sent");
+    assert!(r.machine.wall_s > 0.0);
+    assert!(own_namespaces().is_empty(), "{:?}", own_namespaces());
+}
