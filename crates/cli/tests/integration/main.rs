@@ -11,4 +11,5 @@ mod experiment;
 mod place;
 mod probe;
 mod simulate;
+mod testbed;
 mod trace;

@@ -2,11 +2,11 @@
 //! counts), bad arguments, and interrupted runs that must leave no namespace or process behind.
 //! Tests that need root and iproute2 say why and return otherwise.
 
-use crate::common::{json, stderr, tailbound};
+use crate::common::{json, namespaces_of, poll_until, spawn, stderr, tailbound};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 use tailbound_dataplane::netns;
 use tailbound_dataplane::probe::{IoMode, ProbeResult, Protocol, SweepReport};
 
@@ -18,38 +18,6 @@ fn can_netns() -> bool {
         eprintln!("skipped: network namespaces need root and iproute2");
     }
     root && ip
-}
-
-/// Polls `cond` until it holds or `limit` passes; returns whether it held.
-fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
-}
-
-fn spawn(args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tailbound"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the tailbound binary starts")
-}
-
-/// Namespaces created by process `pid`.
-fn namespaces_of(pid: u32) -> Vec<String> {
-    let prefix = format!("{}{pid}-", netns::PREFIX);
-    netns::list()
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix))
-        .collect()
 }
 
 /// Processes whose parent is `pid` or whose command line names one of its namespaces.
