@@ -15,5 +15,7 @@ pub mod error;
 pub mod netns;
 pub mod probe;
 pub mod rdma;
+pub mod tc;
+pub mod tos;
 
-pub use error::{NetnsError, ProbeError};
+pub use error::{HostMapFileError, NetnsError, ProbeError, TcError};
