@@ -30,7 +30,9 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use tailbound_calculus::{Bound, CalculusError, TenantBound};
-use tailbound_model::{Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision};
+use tailbound_model::{
+    Decisions, Excess, Network, NetworkError, RateLimit, Stage, TenantDecision,
+};
 
 /// The admission policies of snc-meister §5.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -422,9 +424,12 @@ impl<'n> Admission<'n> {
                                 spec.flows
                                     .iter()
                                     .zip(&g.buckets)
-                                    .flat_map(|(&f, bs)| {
+                                    .enumerate()
+                                    .flat_map(|(k, (&f, bs))| {
+                                        let stage = flow_stage(k, spec.flows.len());
                                         bs.iter().map(move |b| RateLimit {
                                             flow: self.net.flows[f].name.clone(),
+                                            stage,
                                             rate: b.rate,
                                             burst: b.burst,
                                         })
@@ -436,6 +441,18 @@ impl<'n> Admission<'n> {
                 })
                 .collect(),
         }
+    }
+}
+
+/// The stage of a tenant's `k`-th of `n` flows: scenario networks list a tenant's flows as
+/// request (net-in), storage if any, response (net-out).
+fn flow_stage(k: usize, n: usize) -> Stage {
+    if k == 0 {
+        Stage::NetIn
+    } else if k + 1 == n {
+        Stage::NetOut
+    } else {
+        Stage::Storage
     }
 }
 

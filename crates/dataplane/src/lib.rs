@@ -21,5 +21,7 @@ pub mod netns;
 pub mod probe;
 pub mod rdma;
 pub mod replay;
+pub mod tc;
+pub mod tos;
 
-pub use error::{NetnsError, ProbeError, ReplayError};
+pub use error::{HostMapFileError, NetnsError, ProbeError, ReplayError, TcError};

@@ -10,9 +10,10 @@
 //! ```json
 //! {"policy": "snc-meister",
 //!  "tenants": [{"name": "t0", "admitted": true, "priority": 0,
-//!               "limits": [{"flow": "t0-req", "rate": 1.2e6, "burst": 64000}]}]}
+//!               "limits": [{"flow": "t0-req", "stage": "net-in", "rate": 1.2e6, "burst": 64000}]}]}
 //! ```
 
+use crate::Stage;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -74,6 +75,9 @@ pub struct TenantDecision {
 pub struct RateLimit {
     /// the flow's name in the network
     pub flow: String,
+    /// the stage the flow loads: `net-in` (request direction, client → server), `storage`, or
+    /// `net-out` (response direction, server → client); tells an enforcer where the bucket goes
+    pub stage: Stage,
     /// token rate [work/s]
     pub rate: f64,
     /// bucket depth [work]
@@ -153,6 +157,7 @@ mod tests {
                 server: None,
                 limits: vec![RateLimit {
                     flow: "t0-req".into(),
+                    stage: Stage::NetIn,
                     rate,
                     burst,
                 }],

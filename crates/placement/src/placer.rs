@@ -25,7 +25,7 @@ use crate::{Bucket, LpStage, PlacementError, ServerSpec, StageLimit, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
-use tailbound_model::{Decisions, RateLimit, TenantDecision};
+use tailbound_model::{Decisions, RateLimit, Stage, TenantDecision};
 
 /// Slack kept below Σr ≤ 1 in the fast-first-fit test [1], as in the LP.
 const CAPACITY_SLACK: f64 = 1e-6;
@@ -472,14 +472,15 @@ impl Placer {
                         continue;
                     };
                     let limits = [
-                        (LpStage::NetIn, "req"),
-                        (LpStage::Storage, "storage"),
-                        (LpStage::NetOut, "resp"),
+                        (LpStage::NetIn, Stage::NetIn, "req"),
+                        (LpStage::Storage, Stage::Storage, "storage"),
+                        (LpStage::NetOut, Stage::NetOut, "resp"),
                     ]
                     .iter()
-                    .filter(|(s, _)| a.limits[s.index()].rate > 0.0)
-                    .map(|&(s, suffix)| RateLimit {
+                    .filter(|(s, _, _)| a.limits[s.index()].rate > 0.0)
+                    .map(|&(s, stage, suffix)| RateLimit {
                         flow: format!("{}-{suffix}", a.name),
+                        stage,
                         rate: a.limits[s.index()].rate,
                         burst: a.limits[s.index()].burst,
                     })

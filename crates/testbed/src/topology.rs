@@ -527,6 +527,7 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
         d.tenants[1].priority = Some(5);
         d.tenants[0].limits = vec![RateLimit {
             flow: "web-req".into(),
+            stage: Stage::NetIn,
             rate: 1e6,
             burst: 3000.0,
         }];

@@ -3,7 +3,7 @@
 //! ~4.7 MB/s of responses on a 12.5 MB/s server link, so two fit and three overload it.
 
 use std::path::Path;
-use tailbound_model::{Decisions, RateLimit, TenantDecision};
+use tailbound_model::{Decisions, RateLimit, Stage, TenantDecision};
 use tailbound_scenario::Scenario;
 use tailbound_sim::{opt, opt_greedy, Plan, Replay, ReplayError, ReplayPart, Service};
 
@@ -136,6 +136,7 @@ fn rate_limits_from_decisions_delay_the_limited_flow() {
     // below the ~4.7 MB/s the responses need: the shaper's backlog grows without end
     d.tenants[0].limits.push(RateLimit {
         flow: "t0-resp".into(),
+        stage: Stage::NetOut,
         rate: 4.0e6,
         burst: 50_000.0,
     });
@@ -187,6 +188,7 @@ fn bad_decisions_name_what_is_wrong() {
         server: None,
         limits: vec![RateLimit {
             flow: "t0-req".into(),
+            stage: Stage::NetIn,
             rate: 1e6,
             burst: 0.0,
         }],
