@@ -15,10 +15,9 @@
 use crate::error::ReplayError;
 use crate::netns;
 use crate::probe::Control;
-use crate::replay::set_tos;
+use crate::tos::set_tos;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -229,7 +228,7 @@ pub fn blast(spec: &BlastSpec, until: Instant, ctl: &Control) -> Result<u64, Rep
                 match spec.protocol {
                     BlastProtocol::Udp => {
                         let sock = UdpSocket::bind(src).map_err(io)?;
-                        set_tos(sock.as_raw_fd(), spec.tos).map_err(io)?;
+                        set_tos(&sock, spec.tos).map_err(io)?;
                         sock.connect(spec.target).map_err(io)?;
                         Ok(udp(&sock, spec.rate_bytes_per_s, until, ctl))
                     }
@@ -283,7 +282,7 @@ fn tcp_connect(
         .build()?;
     rt.block_on(async {
         let sock = tokio::net::TcpSocket::new_v4()?;
-        set_tos(sock.as_raw_fd(), tos)?;
+        set_tos(&sock, tos)?;
         sock.bind(src)?;
         let s = tokio::time::timeout(timeout, sock.connect(target))
             .await

@@ -32,7 +32,6 @@ use hdrhistogram::Histogram;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -510,25 +509,6 @@ static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
 /// One memcached connection ([`Client`]), one request at a time.
 pub(crate) struct Conn(Client);
 
-/// Marks `fd`'s packets with the IP_TOS byte `tos`.
-pub(crate) fn set_tos(fd: std::os::fd::RawFd, tos: u8) -> std::io::Result<()> {
-    let v = libc::c_int::from(tos);
-    // SAFETY: fd is an open socket; the option value is a c_int of the given length.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_IP,
-            libc::IP_TOS,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 impl Conn {
     /// Connects to `server` from `source` (if given) with IP_TOS `tos`; every later read and
     /// write times out after `timeout`.
@@ -539,7 +519,7 @@ impl Conn {
         timeout: Duration,
     ) -> Result<Conn, String> {
         let sock = tokio::net::TcpSocket::new_v4().map_err(|e| e.to_string())?;
-        set_tos(sock.as_raw_fd(), tos).map_err(|e| format!("cannot set IP_TOS: {e}"))?;
+        crate::tos::set_tos(&sock, tos).map_err(|e| format!("cannot set IP_TOS: {e}"))?;
         if let Some(ip) = source {
             sock.bind(SocketAddr::new(ip.into(), 0))
                 .map_err(|e| format!("cannot bind {ip}: {e}"))?;

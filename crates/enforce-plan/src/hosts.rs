@@ -8,6 +8,8 @@
 //! [[hosts.interfaces]]
 //! name = "eth0"                # the interface the host sends tenant traffic from
 //! address = "10.90.0.1"        # its IPv4 address (tenant endpoints default to it)
+//! aliases = ["10.90.1.1"]      # optional: more addresses of the interface, e.g. one per
+//!                              # tenant VM, which tenant endpoints may name
 //! link = "1Gbit"               # its link rate: the root class of its tc configuration
 //!
 //! [[hosts]]
@@ -90,6 +92,9 @@ pub struct Interface {
     pub name: String,
     /// required on end hosts, absent on switch ports
     pub address: Option<Ipv4Addr>,
+    /// more addresses of the interface that tenant endpoints may name (end hosts only)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<Ipv4Addr>,
     /// link rate [bytes/s]
     pub link_bytes_per_s: f64,
 }
@@ -140,6 +145,8 @@ struct RawHost {
 struct RawInterface {
     name: String,
     address: Option<String>,
+    #[serde(default)]
+    aliases: Vec<String>,
     link: RawRate,
 }
 
@@ -272,9 +279,23 @@ impl HostMap {
                         Some(parse_ipv4(a).map_err(|m| bad(at.clone(), "address", m))?)
                     }
                 };
+                if !i.aliases.is_empty() && h.role == HostRole::Switch {
+                    return Err(bad(
+                        at,
+                        "aliases",
+                        "are set on a switch port; switch ports classify on the DSCP and take no address".into(),
+                    ));
+                }
+                let aliases = i
+                    .aliases
+                    .iter()
+                    .map(|a| parse_ipv4(a))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|m| bad(at.clone(), "aliases", m))?;
                 interfaces.push(Interface {
                     name: i.name,
                     address,
+                    aliases,
                     link_bytes_per_s: link,
                 });
             }
@@ -343,9 +364,11 @@ impl HostMap {
 }
 
 impl Host {
-    /// The interface that has `address`.
+    /// The interface that has `address` (its own or an alias).
     pub fn interface_with(&self, address: Ipv4Addr) -> Option<&Interface> {
-        self.interfaces.iter().find(|i| i.address == Some(address))
+        self.interfaces
+            .iter()
+            .find(|i| i.address == Some(address) || i.aliases.contains(&address))
     }
 
     /// The first interface's address (end hosts always have one).
@@ -387,7 +410,8 @@ fn endpoint(hosts: &[Host], e: &RawEndpoint) -> Result<Endpoint, (&'static str, 
                         host.name,
                         host.interfaces
                             .iter()
-                            .filter_map(|i| i.address.map(|a| a.to_string()))
+                            .flat_map(|i| i.address.iter().chain(&i.aliases))
+                            .map(|a| a.to_string())
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
@@ -483,6 +507,33 @@ protocol = "tcp"
 
     fn err(text: &str) -> String {
         HostMap::parse(text, "m.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn tenant_endpoints_may_name_an_alias_of_an_interface() {
+        let text = GOOD
+            .replacen(
+                "address = \"10.0.0.1\"",
+                "address = \"10.0.0.1\"\naliases = [\"10.0.1.1\", \"10.0.1.2\"]",
+                1,
+            )
+            .replace(
+                "client = { host = \"client1\" }",
+                "client = { host = \"client1\", address = \"10.0.1.2\" }",
+            );
+        let m = HostMap::parse(&text, "m.toml").unwrap();
+        let web = m.tenant("web").unwrap();
+        assert_eq!(web.client.address, "10.0.1.2".parse::<Ipv4Addr>().unwrap());
+        let host = m.host("client1").unwrap();
+        assert_eq!(
+            host.interface_with(web.client.address).unwrap().name,
+            "eth0"
+        );
+        // an address that is neither the interface's nor an alias is named with the aliases
+        let e = err(&text.replace("address = \"10.0.1.2\" }", "address = \"10.0.1.9\" }"));
+        assert!(e.contains("10.0.1.9") && e.contains("10.0.1.1"), "{e}");
+        let e = err(&text.replace("aliases = [\"10.0.1.1\"", "aliases = [\"ten\""));
+        assert!(e.contains("aliases") && e.contains("\"ten\""), "{e}");
     }
 
     #[test]

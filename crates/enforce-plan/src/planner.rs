@@ -163,6 +163,7 @@ pub fn link_plan(interface: &str, link_bytes_per_s: f64) -> InterfacePlan {
     let iface = Interface {
         name: interface.to_string(),
         address: None,
+        aliases: Vec::new(),
         link_bytes_per_s,
     };
     // no flows and no levels: nothing to allocate, so nothing can run out
@@ -213,13 +214,15 @@ fn flows(
                 })?;
                 let addr = match (h.role, h.first_address()) {
                     (HostRole::Host, Some(a)) => a,
-                    _ => return Err(PlanError::Switch {
-                        host: s.clone(),
-                        what: format!(
+                    _ => {
+                        return Err(PlanError::Switch {
+                            host: s.clone(),
+                            what: format!(
                             "the decisions place tenant {:?} on it, but tenants run on end hosts",
                             t.name
                         ),
-                    }),
+                        })
+                    }
                 };
                 (s.clone(), addr, ep.as_ref().and_then(|e| e.port))
             }

@@ -155,6 +155,8 @@ mod tests {
             client: !server,
         };
         let topology = Topology {
+            policy: "test".into(),
+            excess: tailbound_model::Excess::Wait,
             scale,
             port: 1,
             hosts: vec![host(false), host(true)],

@@ -80,6 +80,8 @@ pub enum TestbedError {
     Replay(#[from] tailbound_dataplane::ReplayError),
     #[error("cannot simulate the same replay: {0}")]
     Sim(#[source] tailbound_sim::ReplayError),
+    #[error("cannot enforce on the testbed: {0}")]
+    Enforce(String),
     #[error("testbed state {}: {message}", path.display())]
     State { path: PathBuf, message: String },
 }

@@ -149,7 +149,7 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{tos_of_level, Host, Tenant};
+    use crate::topology::{Host, Tenant};
     use std::net::{Ipv4Addr, SocketAddr};
     use tailbound_model::Op;
 
@@ -170,12 +170,14 @@ mod tests {
             address: Ipv4Addr::LOCALHOST,
             server_addr: SocketAddr::from(([127, 0, 0, 1], 1)),
             priority: 0,
-            tos: tos_of_level(0),
+            tos: 0xfc,
             slo_s: 0.01,
             percentile: 99.9,
             limits: Vec::new(),
         };
         Topology {
+            policy: "test".into(),
+            excess: tailbound_model::Excess::Wait,
             scale,
             port: 1,
             hosts: vec![host("c", false), host("s", true)],

@@ -2,8 +2,9 @@
 //! running when the command ends, recorded in a state file, and torn down by `down`.
 //!
 //! The state file ([`state_path`], under `/run/tailbound/`, which a reboot clears along with
-//! every namespace) holds the topology (the host map), the namespaces and each memcached's
-//! [`ProcessId`]; it is written whole or not at all (temporary file + rename). `down` stops the
+//! every namespace) holds the topology, the namespaces and each memcached's [`ProcessId`]; the
+//! host map beside it ([`host_map_path`]) is what `tailbound enforce --hosts` reads. Both are
+//! written whole or not at all (temporary file + rename). `down` stops the
 //! recorded servers that are still those very processes, deletes the testbed's namespaces
 //! (ending anything still inside) whether or not a state file exists (an `up` killed half-way
 //! leaves none), removes the state file, and deletes the namespaces of dead runs.
@@ -26,6 +27,11 @@ pub const DEFAULT_NAME: &str = "tb";
 /// The state file of testbed `name`.
 pub fn state_path(name: &str) -> PathBuf {
     Path::new(STATE_DIR).join(format!("testbed-{name}.json"))
+}
+
+/// The host map of testbed `name` (for `tailbound enforce ... --hosts`).
+pub fn host_map_path(name: &str) -> PathBuf {
+    Path::new(STATE_DIR).join(format!("testbed-{name}.hosts.json"))
 }
 
 /// Checks a testbed name: 1 to 12 lowercase letters or digits.
@@ -76,6 +82,8 @@ pub fn up(input: &Input<'_>, opts: &RunOptions, name: &str) -> Result<UpState, T
     };
     // written before the testbed is kept: if this fails, dropping `bed` tears it down
     state.servers = bed.servers();
+    let map = crate::enforce::host_map_json(bed.lan(), &p.topology)?;
+    write_whole(&host_map_path(name), &map)?;
     write_state(&state)?;
     bed.keep();
     Ok(state)
@@ -83,16 +91,24 @@ pub fn up(input: &Input<'_>, opts: &RunOptions, name: &str) -> Result<UpState, T
 
 fn write_state(state: &UpState) -> Result<(), TestbedError> {
     let path = state_path(&state.name);
-    let err = |message: String| TestbedError::State {
+    let text = serde_json::to_string_pretty(state).map_err(|e| TestbedError::State {
         path: path.clone(),
+        message: e.to_string(),
+    })?;
+    write_whole(&path, &text)
+}
+
+/// Writes `text` to `path` whole or not at all (a temporary file renamed).
+fn write_whole(path: &Path, text: &str) -> Result<(), TestbedError> {
+    let err = |message: String| TestbedError::State {
+        path: path.to_path_buf(),
         message,
     };
     std::fs::create_dir_all(STATE_DIR)
         .map_err(|e| err(format!("cannot create {STATE_DIR}: {e}")))?;
-    let text = serde_json::to_string_pretty(state).map_err(|e| err(e.to_string()))?;
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text + "\n").map_err(|e| err(format!("cannot write: {e}")))?;
-    std::fs::rename(&tmp, &path).map_err(|e| {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::write(&tmp, format!("{text}\n")).map_err(|e| err(format!("cannot write: {e}")))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         err(format!("cannot write: {e}"))
     })
@@ -151,15 +167,18 @@ pub fn down(name: &str) -> Result<Down, TestbedError> {
     }
     out.namespaces = netns::delete_persistent(name)?;
     out.stale = netns::cleanup_stale()?;
-    let path = state_path(name);
-    match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(TestbedError::State {
-                path,
-                message: format!("cannot remove: {e}"),
-            })
+    // the enforcer's records of namespaces that are gone (this testbed's, dead runs')
+    crate::enforce::remove_stale_records();
+    for path in [host_map_path(name), state_path(name)] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(TestbedError::State {
+                    path,
+                    message: format!("cannot remove: {e}"),
+                })
+            }
         }
     }
     Ok(out)

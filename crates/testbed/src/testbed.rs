@@ -1,8 +1,9 @@
 //! A testbed that is up: the namespaces and links of a [`Topology`], a memcached per server
 //! host with every value a replay needs, the aggressor's sink, and the replay on top.
 //!
-//! [`Testbed::up`] builds it in that order; an error at any step drops what was built (servers
-//! stopped, namespaces deleted). Dropping a [`Testbed`] tears it down; [`Testbed::keep`]
+//! [`Testbed::up`] builds it in that order (links shaped, and the decisions enforced, by the
+//! enforcer: [`crate::enforce`]); an error at any step drops what was built (servers stopped,
+//! namespaces deleted). Dropping a [`Testbed`] tears it down; [`Testbed::keep`]
 //! leaves a persistent one running for `tailbound testbed down`. Servers reflect the TOS of
 //! a connection's first packet in their replies (`net.ipv4.tcp_reflect_tos`), so a tenant's
 //! responses carry its priority as its requests do.
@@ -70,8 +71,28 @@ pub struct Testbed {
     servers: Vec<(usize, Memcached)>,
     sink: Option<Sink>,
     enforced: bool,
+    records: Records,
     // dropped last: the namespaces go after the processes in them
     lan: Lan,
+}
+
+/// The enforcer's records of a testbed, removed with it.
+#[derive(Debug)]
+struct Records(PathBuf);
+
+impl Records {
+    /// Keeps the directory (a persistent testbed's; `down` removes it).
+    fn keep(mut self) {
+        self.0 = PathBuf::new();
+    }
+}
+
+impl Drop for Records {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 impl Testbed {
@@ -96,7 +117,8 @@ impl Testbed {
                 .enumerate()
                 .map(|(h, host)| HostSpec {
                     label: host.label.clone(),
-                    rate_bytes_per_s: Some(host.rate_bytes_per_s),
+                    // shaped by the enforcer below
+                    rate_bytes_per_s: None,
                     extra: topology.tenants_on(h).map(|t| t.address).collect(),
                 })
                 .collect(),
@@ -111,14 +133,17 @@ impl Testbed {
                 reflect_tos(&ns(h));
             }
         }
-        let enforced = opts.enforce && enforce::apply(&lan, topology)?;
+        enforce::remove_stale_records();
+        let records = enforce::records_dir(lan.switch_ns().unwrap_or("none"));
         let mut bed = Testbed {
             topology: topology.clone(),
             servers: Vec::new(),
             sink: None,
-            enforced,
+            enforced: opts.enforce,
+            records: Records(records.clone()),
             lan,
         };
+        enforce::apply(&bed.lan, topology, opts.enforce)?;
         for (h, host) in topology.hosts.iter().enumerate() {
             if !host.server {
                 continue;
@@ -179,6 +204,11 @@ impl Testbed {
 
     pub fn lan(&self) -> &Lan {
         &self.lan
+    }
+
+    /// The enforcer's records directory.
+    pub fn records_dir(&self) -> &std::path::Path {
+        &self.records.0
     }
 
     /// Whether the decisions are enforced (not just the links shaped).
@@ -324,7 +354,8 @@ impl Testbed {
             // a sink is a thread of this process; nothing of it outlives the process
             drop(sink);
         }
-        let Testbed { lan, .. } = self;
+        let Testbed { lan, records, .. } = self;
+        records.keep();
         lan.keep();
         servers
     }

@@ -21,7 +21,8 @@ use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::str::FromStr;
 use tailbound_dataplane::netns;
-use tailbound_model::{Decisions, Network, Stage};
+use tailbound_enforce_plan::{tos_for_priority, MAX_PRIORITY};
+use tailbound_model::{Decisions, Excess, Network, Stage};
 use tailbound_scenario::Scenario;
 use tailbound_sim::Plan;
 
@@ -172,20 +173,15 @@ pub struct Aggressor {
 /// Hosts, tenants and addresses of a testbed (the host map); see the module docs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
+    /// the policy that decided, and what its rate limits do with excess
+    pub policy: String,
+    pub excess: Excess,
     pub scale: f64,
     /// memcached's port on every server host
     pub port: u16,
     pub hosts: Vec<Host>,
     pub tenants: Vec<Tenant>,
     pub aggressor: Option<Aggressor>,
-}
-
-/// The IP_TOS byte of priority level `level` (0 highest): DSCP 63 − level (levels above 62
-/// share DSCP 1), shifted into the TOS byte. DSCP 0, the default, is below every tenant: the
-/// best effort of traffic that ignores admission.
-pub fn tos_of_level(level: u32) -> u8 {
-    let dscp = 63 - level.min(62) as u8;
-    dscp << 2
 }
 
 /// The link rate of scenario host `name`: the rate of its out queue [bytes/s].
@@ -336,7 +332,15 @@ impl Topology {
                 address,
                 server_addr: SocketAddr::new(hosts[server].ip.into(), opts.port),
                 priority: levels[k],
-                tos: tos_of_level(levels[k]),
+                tos: tos_for_priority(levels[k]).ok_or_else(|| {
+                    TestbedError::Input(format!(
+                        "tenant {:?} has priority level {}; senders mark at most {} levels \
+                         (0 to {MAX_PRIORITY}) in the DSCP",
+                        spec.name,
+                        levels[k],
+                        MAX_PRIORITY + 1
+                    ))
+                })?,
                 slo_s: spec.slo.latency_s,
                 percentile: spec.slo.percentile.value(),
                 limits,
@@ -353,6 +357,8 @@ impl Topology {
             });
         }
         Ok(Topology {
+            policy: decisions.policy.clone(),
+            excess: decisions.excess,
             scale: opts.scale,
             port: opts.port,
             hosts,
@@ -638,13 +644,5 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
             matches!(e, TestbedError::TooManyHosts { max, .. } if max == netns::MAX_HOSTS),
             "{e}"
         );
-    }
-
-    #[test]
-    fn tos_marks_order_priorities_and_leave_zero_to_best_effort() {
-        assert_eq!(tos_of_level(0), 63 << 2);
-        assert!(tos_of_level(1) < tos_of_level(0));
-        assert_eq!(tos_of_level(62), 1 << 2);
-        assert_eq!(tos_of_level(1000), 1 << 2);
     }
 }

@@ -26,6 +26,12 @@ fn up_leaves_a_recorded_testbed_and_down_removes_every_part() {
     assert!(up.namespaces.iter().all(|n| netns::path(n).exists()));
     assert!(up.servers.iter().all(|(_, p)| p.is_memcached()));
     assert_eq!(state::read_state(&name).unwrap().as_ref(), Some(&up));
+    // the host map the enforcer reads, with every tenant's address
+    let map = std::fs::read_to_string(state::host_map_path(&name)).unwrap();
+    let map = tailbound_enforce_plan::HostMap::parse(&map, "m.json").unwrap();
+    assert_eq!(map.tenants.len(), 2);
+    assert!(map.hosts.iter().any(|h| h.name == "switch"));
+    assert!(up.enforced);
     // a second one of the same name is refused while it is up
     let e = state::up(&input, &RunOptions::default(), &name).unwrap_err();
     assert!(e.to_string().contains("testbed down"), "{e}");
@@ -44,6 +50,7 @@ fn up_leaves_a_recorded_testbed_and_down_removes_every_part() {
     assert!(up.servers.iter().all(|(_, p)| !p.is_memcached()));
     assert!(up.namespaces.iter().all(|n| !netns::path(n).exists()));
     assert_eq!(state::read_state(&name).unwrap(), None);
+    assert!(!state::host_map_path(&name).exists());
     // nothing left: down again is a no-op
     let again = state::down(&name).unwrap();
     assert!(!again.had_state && again.stopped.is_empty() && again.namespaces.is_empty());

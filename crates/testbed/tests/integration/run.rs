@@ -7,6 +7,10 @@ use std::sync::Arc;
 use tailbound_dataplane::netns;
 use tailbound_dataplane::probe::Control;
 use tailbound_dataplane::replay::ReplayOptions;
+use tailbound_dataplane::tc::Enforcer;
+use tailbound_enforce_plan::{ClassRole, PlanOptions, PriorAllocations};
+use tailbound_model::Stage;
+use tailbound_testbed::enforce;
 use tailbound_testbed::run::{self as tb_run, prepare, sizes, Input, RunOptions};
 use tailbound_testbed::testbed::Testbed;
 
@@ -46,6 +50,50 @@ fn a_small_run_answers_every_request_and_leaves_nothing_behind() {
     // the memcached is in the server host's namespace
     let server_ns = &bed.lan().hosts()[servers[0].0].ns;
     assert!(netns::pids_in(server_ns).contains(&servers[0].1.pid));
+    // the decisions are on every host and switch port: the enforcer sees no drift from the
+    // plan, which has a class for each tenant's request flow on the client host and for each
+    // level on the server's switch port
+    assert!(bed.enforced());
+    let map = enforce::host_map(bed.lan(), &p.topology).unwrap();
+    let plan = tailbound_enforce_plan::plan(
+        &enforce::decisions(&p.topology),
+        &map,
+        &PlanOptions::default(),
+        &PriorAllocations::new(),
+    )
+    .unwrap();
+    let enforcer = Enforcer::new(bed.records_dir());
+    for host in &plan.hosts {
+        for st in enforcer.status(host).unwrap() {
+            assert!(st.applied && st.drift.is_empty(), "{st:?}");
+        }
+    }
+    let roles = |host: &str| -> Vec<ClassRole> {
+        let h = plan.hosts.iter().find(|h| h.host == host).unwrap();
+        h.interfaces
+            .iter()
+            .flat_map(|i| &i.state.classes)
+            .filter_map(|c| c.serves.clone())
+            .collect()
+    };
+    let flows = roles("client1")
+        .into_iter()
+        .filter(|r| {
+            matches!(
+                r,
+                ClassRole::Flow {
+                    stage: Stage::NetIn,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(flows, 2, "a request class per tenant on the client host");
+    let levels = roles("switch")
+        .into_iter()
+        .filter(|r| matches!(r, ClassRole::Level { .. }))
+        .count();
+    assert_eq!(levels, 2 * 2, "both levels on both switch ports");
     let replay = ReplayOptions {
         latency_scale: p.topology.scale,
         timeout: tb_run::timeout(&p.topology, &opts),
