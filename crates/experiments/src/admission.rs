@@ -270,7 +270,7 @@ pub enum AdmissionExperimentError {
 }
 
 /// A trace characterized once: its first half's models per stage, its second half.
-struct Characterized {
+pub(crate) struct Characterized {
     name: String,
     models: Models,
     replay: Vec<Request>,
@@ -297,7 +297,7 @@ fn models(requests: &[Request], cfg: &AdmissionConfig) -> Result<Models, String>
     Ok([model(STAGES[0])?, model(STAGES[1])?])
 }
 
-fn characterize(
+pub(crate) fn characterize(
     path: &Path,
     cfg: &AdmissionConfig,
 ) -> Result<Characterized, AdmissionExperimentError> {
@@ -424,7 +424,7 @@ fn push_tenant(
 
 /// Draws one run's tenants: a scenario (network + sources), their replayed requests, and how
 /// many draws the isolation test redrew ([`AdmissionConfig::isolated`]).
-fn build_run(
+pub(crate) fn build_run(
     cfg: &AdmissionConfig,
     traces: &[Characterized],
     seed: u64,
@@ -499,6 +499,40 @@ pub fn run(
     cfg: &AdmissionConfig,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<AdmissionResult, AdmissionExperimentError> {
+    check(cfg)?;
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let traces: Vec<Characterized> = par_map(&cfg.traces, cfg.threads, |p| {
+        let c = characterize(p, cfg);
+        progress(Progress::Characterized(
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+        ));
+        c
+    })
+    .into_iter()
+    .collect::<Result<_, _>>()?;
+    let run_ids: Vec<usize> = (0..cfg.runs).collect();
+    let runs = par_map(&run_ids, cfg.threads, |&r| {
+        one_run(cfg, &traces, r, progress)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    let summary = summarize(&runs);
+    Ok(AdmissionResult {
+        config: cfg.clone(),
+        runs,
+        summary,
+    })
+}
+
+/// The seed of run `run`'s draws.
+pub(crate) fn run_seed(cfg: &AdmissionConfig, run: usize) -> u64 {
+    cfg.seed
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(run as u64)
+}
+
+/// Checks a configuration before any trace is read.
+pub(crate) fn check(cfg: &AdmissionConfig) -> Result<(), AdmissionExperimentError> {
     if cfg.traces.is_empty() {
         return Err(AdmissionExperimentError::Config(
             "no traces given; point --traces at a folder of trace files".into(),
@@ -527,28 +561,7 @@ pub fn run(
             cfg.speed_up
         )));
     }
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let traces: Vec<Characterized> = par_map(&cfg.traces, cfg.threads, |p| {
-        let c = characterize(p, cfg);
-        progress(Progress::Characterized(
-            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-        ));
-        c
-    })
-    .into_iter()
-    .collect::<Result<_, _>>()?;
-    let run_ids: Vec<usize> = (0..cfg.runs).collect();
-    let runs = par_map(&run_ids, cfg.threads, |&r| {
-        one_run(cfg, &traces, r, progress)
-    })
-    .into_iter()
-    .collect::<Result<Vec<_>, _>>()?;
-    let summary = summarize(&runs);
-    Ok(AdmissionResult {
-        config: cfg.clone(),
-        runs,
-        summary,
-    })
+    Ok(())
 }
 
 /// A run's network with tenants characterized on the halves they replay instead of their
@@ -602,10 +615,7 @@ fn one_run(
     run: usize,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<RunResult, AdmissionExperimentError> {
-    let seed = cfg
-        .seed
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add(run as u64);
+    let seed = run_seed(cfg, run);
     let (scenario, requests, redrawn) = build_run(cfg, traces, seed)?;
     let replay = Replay::with_requests(&scenario, requests);
     let mut replayed = ReplayedTraffic::new(&replay, cfg);

@@ -20,12 +20,13 @@ pub struct AdmissionArgs {
     /// folder of trace files (every regular file in it is a trace)
     #[arg(long)]
     pub traces: PathBuf,
-    /// random runs (arrival orders)
-    #[arg(long, default_value_t = 20)]
-    pub runs: usize,
+    /// random runs (arrival orders) [default: 20; 3 with --testbed]
+    #[arg(long)]
+    pub runs: Option<usize>,
     /// tenants per run (traces are reused with random offsets beyond their number)
-    #[arg(long, default_value_t = 180)]
-    pub tenants: usize,
+    /// [default: 180; 24 with --testbed]
+    #[arg(long)]
+    pub tenants: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// SLO latencies drawn uniformly
@@ -37,10 +38,12 @@ pub struct AdmissionArgs {
     /// every link's rate, each way
     #[arg(long, default_value = "1Gbit", value_parser = rate_arg)]
     pub link: f64,
-    #[arg(long, default_value_t = 12)]
-    pub clients: usize,
-    #[arg(long, default_value_t = 6)]
-    pub servers: usize,
+    /// client hosts [default: 12; 4 with --testbed]
+    #[arg(long)]
+    pub clients: Option<usize>,
+    /// server hosts [default: 6; 2 with --testbed]
+    #[arg(long)]
+    pub servers: Option<usize>,
     /// policies to compare
     #[arg(
         long,
@@ -82,6 +85,8 @@ pub struct AdmissionArgs {
     // and each admitted tenant's bound against its replay
     #[command(flatten)]
     pub output: ExperimentOutput,
+    #[command(flatten)]
+    pub testbed: super::experiment_admission_testbed::TestbedArgs,
 }
 
 /// What rate limits do with excess requests, on the command line.
@@ -104,24 +109,36 @@ impl From<ExcessArg> for tailbound_model::Excess {
 }
 
 pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
+    let cfg = config(&a)?;
+    if a.testbed.testbed {
+        return super::experiment_admission_testbed::run(cfg, &a.testbed, &a.output);
+    }
+    run_simulated(cfg, &a)
+}
+
+/// The experiment's configuration from the flags; sizes default to the paper's, or to the
+/// small testbed version with `--testbed`.
+fn config(a: &AdmissionArgs) -> anyhow::Result<AdmissionConfig> {
     let mut traces: Vec<PathBuf> = std::fs::read_dir(&a.traces)
         .with_context(|| format!("cannot list traces in {}", a.traces.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e != "md"))
         .collect();
     traces.sort();
-    let cfg = AdmissionConfig {
+    let small = a.testbed.testbed;
+    let runs = a.runs.unwrap_or(if small { 3 } else { 20 });
+    Ok(AdmissionConfig {
         traces,
-        runs: a.runs,
-        tenants: a.tenants,
+        runs,
+        tenants: a.tenants.unwrap_or(if small { 24 } else { 180 }),
         seed: a.seed,
         slos_s: a.slos.clone(),
         percentile: a.percentile,
         link_bytes_per_s: a.link,
-        clients: a.clients,
-        servers: a.servers,
+        clients: a.clients.unwrap_or(if small { 4 } else { 12 }),
+        servers: a.servers.unwrap_or(if small { 2 } else { 6 }),
         policies: a.policies.iter().map(|&p| p.into()).collect(),
-        opt_runs: a.opt_runs.min(a.runs),
+        opt_runs: a.opt_runs.min(runs),
         fit_interval_s: a.fit_interval,
         batch_gap_s: a.batch_gap,
         sizes: a.sizes.into(),
@@ -130,7 +147,10 @@ pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
         isolated: a.isolated,
         threads: a.threads,
         speed_up: a.speed_up,
-    };
+    })
+}
+
+fn run_simulated(cfg: AdmissionConfig, a: &AdmissionArgs) -> anyhow::Result<Outcome> {
     let steps = cfg.traces.len() + cfg.runs * cfg.policies.len() + cfg.opt_runs;
     let bar = progress(steps as u64, a.output.json, "admission");
     let result = run(&cfg, &|p| {
