@@ -94,6 +94,10 @@ pub struct ReplayOptions {
     pub initial_connections: usize,
     /// from the moment every host is ready to the replay's start
     pub lead_in: Duration,
+    /// the nice value of the client threads (−20 highest, 0 the default, 19 lowest);
+    /// `None`: inherited. A testbed on a shared machine raises its clients (and servers)
+    /// above unrelated work so that they send when due, as dedicated hosts would
+    pub nice: Option<i32>,
 }
 
 impl Default for ReplayOptions {
@@ -104,6 +108,7 @@ impl Default for ReplayOptions {
             max_connections: 256,
             initial_connections: 4,
             lead_in: Duration::from_millis(200),
+            nice: None,
         }
     }
 }
@@ -288,6 +293,17 @@ pub fn run(
     })
 }
 
+/// Sets the nice value of thread `tid` (0: the calling thread) to `nice` (Linux: priorities
+/// are per thread; a runtime's current thread is its own).
+pub fn set_nice(tid: u32, nice: i32) -> std::io::Result<()> {
+    // SAFETY: setpriority has no memory preconditions.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// CPU time of this process so far (user + system) [s].
 pub fn cpu_seconds() -> f64 {
     let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -318,6 +334,11 @@ fn host_thread(
 ) -> Result<Vec<TenantOutcome>, ReplayError> {
     if let Some(ns) = &host.netns {
         netns::enter(ns)?;
+    }
+    if let Some(nice) = opts.nice {
+        if let Err(e) = set_nice(0, nice) {
+            tracing::warn!(nice, error = %e, "cannot change the client thread's priority");
+        }
     }
     let rt = runtime()?;
     let local = tokio::task::LocalSet::new();

@@ -162,7 +162,7 @@ pub enum TestbedExperimentError {
     Admission(#[from] AdmissionExperimentError),
     #[error(transparent)]
     Decide(#[from] tailbound_admission::AdmissionError),
-    #[error("run {run} ({mode}): {source}")]
+    #[error("run {run} ({mode})")]
     Testbed {
         run: usize,
         mode: String,
@@ -235,9 +235,7 @@ pub fn run(
             requests: &requests,
             bounds: &bounds,
         };
-        let mut modes = Vec::with_capacity(cfg.modes.len());
-        for &mode in &cfg.modes {
-            progress(TestbedProgress::Mode { run: r, mode });
+        let options = |mode: Mode| {
             let mut o = RunOptions::default();
             o.topology.scale = cfg.scale;
             o.topology.aggressor = mode.aggressor.then(|| cfg.aggressor.clone());
@@ -245,6 +243,22 @@ pub fn run(
             o.testbed.memcached = cfg.memcached.clone();
             o.window_s = a.window_s;
             o.duration_s = cfg.duration_s;
+            o
+        };
+        // every mode fits this machine, or none runs
+        for &mode in &cfg.modes {
+            tailbound_testbed::run::prepare(&input, &options(mode)).map_err(|source| {
+                TestbedExperimentError::Testbed {
+                    run: r,
+                    mode: mode.label(),
+                    source,
+                }
+            })?;
+        }
+        let mut modes = Vec::with_capacity(cfg.modes.len());
+        for &mode in &cfg.modes {
+            progress(TestbedProgress::Mode { run: r, mode });
+            let o = options(mode);
             let report = tailbound_testbed::run(&input, &o, &Arc::new(Control::new()), &|_| {})
                 .map_err(|source| TestbedExperimentError::Testbed {
                     run: r,

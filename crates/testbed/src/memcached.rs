@@ -147,6 +147,21 @@ pub fn start(
     Ok(server)
 }
 
+/// Gives every thread of process `pid` the nice value `nice` (a server started before its
+/// threads are counted has them all once it accepts connections).
+pub fn renice(pid: u32, nice: i32) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for t in tasks.flatten() {
+        if let Some(tid) = t.file_name().to_str().and_then(|s| s.parse().ok()) {
+            if let Err(e) = tailbound_dataplane::replay::set_nice(tid, nice) {
+                tracing::warn!(pid, tid, nice, error = %e, "cannot change memcached's priority");
+            }
+        }
+    }
+}
+
 /// Stops a detached memcached recorded earlier, if that very process still runs: SIGTERM,
 /// then SIGKILL after 2 s. Returns whether it was running.
 pub fn stop_recorded(id: ProcessId) -> bool {

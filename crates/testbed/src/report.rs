@@ -9,7 +9,7 @@
 //! (`violated`) or in the simulator (`sim_violated`).
 
 use crate::capacity::Load;
-use crate::testbed::Measured;
+use crate::testbed::{HostCounters, Measured};
 use crate::topology::{AggressorKind, Topology};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -106,6 +106,14 @@ pub struct MachineReport {
     pub estimated_cores: f64,
 }
 
+/// What one host's kernel did over the replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    pub name: String,
+    #[serde(flatten)]
+    pub counters: HostCounters,
+}
+
 /// The aggressor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AggressorReport {
@@ -134,6 +142,9 @@ pub struct TestbedReport {
     pub tenants: Vec<TenantReport>,
     pub comparison: Comparison,
     pub machine: MachineReport,
+    /// per host: TCP retransmissions and shaper drops over the replay (the simulator has
+    /// neither)
+    pub hosts: Vec<HostReport>,
     /// tenants whose testbed worst window misses the SLO
     pub violated: usize,
 }
@@ -311,6 +322,15 @@ pub fn build(ctx: &Context<'_>, measured: &Measured) -> TestbedReport {
         aggressor,
         span_s: ctx.span_s,
         violated: tenants.iter().filter(|t| t.violated).count(),
+        hosts: topo
+            .hosts
+            .iter()
+            .zip(&measured.hosts)
+            .map(|(h, c)| HostReport {
+                name: h.name.clone(),
+                counters: *c,
+            })
+            .collect(),
         tenants,
         comparison,
         machine,

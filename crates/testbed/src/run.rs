@@ -143,6 +143,7 @@ pub fn run(
         latency_scale: p.topology.scale,
         timeout: timeout(&p.topology, opts),
         max_connections: opts.max_connections,
+        nice: opts.testbed.nice,
         ..ReplayOptions::default()
     };
     progress(Step::Replaying {

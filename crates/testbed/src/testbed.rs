@@ -35,7 +35,16 @@ pub struct TestbedOptions {
     pub memcached: PathBuf,
     /// a persistent testbed of this name (`tailbound testbed up`): its servers are detached
     pub persistent: Option<String>,
+    /// the nice value of the servers and of the replay's clients (see [`NICE`]); `None`:
+    /// inherited
+    pub nice: Option<i32>,
 }
+
+/// The nice value a testbed gives its clients and servers by default: above the rest of a
+/// shared machine (builds, other tests), which would otherwise delay the sends and replies of
+/// hosts that stand in for dedicated machines. The aggressor's sender and sink stay at the
+/// default: they are traffic, not hosts.
+pub const NICE: i32 = -10;
 
 impl Default for TestbedOptions {
     fn default() -> Self {
@@ -43,6 +52,7 @@ impl Default for TestbedOptions {
             enforce: true,
             memcached: PathBuf::from("memcached"),
             persistent: None,
+            nice: Some(NICE),
         }
     }
 }
@@ -62,6 +72,30 @@ pub struct Measured {
     pub server_cpu_s: f64,
     /// payload bytes the aggressor sent (or, for `memcached`, read)
     pub aggressor_bytes: u64,
+    /// per host of the topology, what its kernel did over the replay
+    pub hosts: Vec<HostCounters>,
+}
+
+/// What one host's kernel counted over a replay: why a testbed latency can exceed the
+/// simulator's (which neither drops nor retransmits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct HostCounters {
+    /// TCP segments its stack retransmitted
+    pub retransmits: u64,
+    /// packets dropped by the shaper of its link's out direction (its interface) and in
+    /// direction (its switch port)
+    pub drops_out: u64,
+    pub drops_in: u64,
+}
+
+impl HostCounters {
+    fn since(self, before: HostCounters) -> HostCounters {
+        HostCounters {
+            retransmits: self.retransmits.saturating_sub(before.retransmits),
+            drops_out: self.drops_out.saturating_sub(before.drops_out),
+            drops_in: self.drops_in.saturating_sub(before.drops_in),
+        }
+    }
 }
 
 /// A testbed that is up; see the module docs.
@@ -162,6 +196,9 @@ impl Testbed {
                 &opts.memcached,
                 opts.persistent.is_some(),
             )?;
+            if let Some(nice) = opts.nice {
+                memcached::renice(server.pid(), nice);
+            }
             bed.servers.push((h, server));
             replay::preload(Some(&ns(h)), addr, values, PRELOAD_TIMEOUT)?;
         }
@@ -262,6 +299,7 @@ impl Testbed {
         let ids = self.servers();
         let servers_cpu = || ids.iter().map(|(_, p)| p.cpu_seconds()).sum::<f64>();
         let cpu0 = servers_cpu();
+        let counters0 = self.counters();
         let stop_aggressor = Arc::new(Control::new());
         // the aggressor stops by itself at the latest when every request has timed out
         let until = Instant::now()
@@ -297,7 +335,30 @@ impl Testbed {
             client_cpu_s: outcome.cpu_s,
             server_cpu_s: servers_cpu() - cpu0,
             aggressor_bytes,
+            hosts: self
+                .counters()
+                .into_iter()
+                .zip(counters0)
+                .map(|(after, before)| after.since(before))
+                .collect(),
         })
+    }
+
+    /// Every host's kernel counters now.
+    fn counters(&self) -> Vec<HostCounters> {
+        let sw = self.lan.switch_ns();
+        self.lan
+            .hosts()
+            .iter()
+            .map(|h| HostCounters {
+                retransmits: retransmits(&h.ns),
+                drops_out: root_drops(&h.ns, &h.iface),
+                drops_in: match (sw, &h.port) {
+                    (Some(sw), Some(port)) => root_drops(sw, port),
+                    _ => 0,
+                },
+            })
+            .collect()
     }
 
     /// Runs the aggressor until `until` or a stop; returns its bytes.
@@ -376,4 +437,47 @@ fn reflect_tos(ns: &str) {
     if !matches!(done, Ok(Ok(()))) {
         tracing::warn!("cannot set net.ipv4.tcp_reflect_tos; memcached's replies carry TOS 0");
     }
+}
+
+/// TCP segments retransmitted in namespace `ns` so far (`RetransSegs` of its
+/// `/proc/thread-self/net/snmp`, read by a thread inside the namespace); 0 when unreadable.
+fn retransmits(ns: &str) -> u64 {
+    let ns = ns.to_string();
+    let snmp = std::thread::spawn(move || -> Option<String> {
+        netns::enter(&ns).ok()?;
+        std::fs::read_to_string("/proc/thread-self/net/snmp").ok()
+    })
+    .join()
+    .ok()
+    .flatten()
+    .unwrap_or_default();
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (Some(names), Some(values)) = (tcp.next(), tcp.next()) else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "RetransSegs")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Packets the root qdisc of `dev` in namespace `ns` dropped so far (its children's drops
+/// included); 0 when unreadable.
+fn root_drops(ns: &str, dev: &str) -> u64 {
+    let Ok(out) = std::process::Command::new("tc")
+        .args(["-n", ns, "-s", "qdisc", "show", "dev", dev])
+        .output()
+    else {
+        return 0;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().skip_while(|l| !(l.starts_with("qdisc") && l.contains(" root ")));
+    lines
+        .find_map(|l| {
+            l.split_once("(dropped ")
+                .and_then(|(_, rest)| rest.split(',').next()?.trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

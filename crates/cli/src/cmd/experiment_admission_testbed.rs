@@ -161,6 +161,12 @@ fn table(r: &TestbedExperiment) -> String {
                     ratio(rep.comparison.median),
                     format!("{:.0} %", rep.machine.cpu_share * 100.0),
                     format_duration_s(rep.machine.send_late_p99_s),
+                    rep.hosts.iter().map(|h| h.counters.retransmits).sum::<u64>().to_string(),
+                    rep.hosts
+                        .iter()
+                        .map(|h| h.counters.drops_out + h.counters.drops_in)
+                        .sum::<u64>()
+                        .to_string(),
                 ]
             })
         })
@@ -177,6 +183,8 @@ fn table(r: &TestbedExperiment) -> String {
             "tb/sim p99.9",
             "CPU",
             "late p99",
+            "retrans.",
+            "drops",
         ],
         &rows,
     );

@@ -466,6 +466,20 @@ fn table(r: &TestbedReport) -> String {
         m.offered_requests_per_s,
         m.offered_bytes_per_s / 1e6
     );
+    let kernel: Vec<String> = r
+        .hosts
+        .iter()
+        .filter(|h| h.counters != Default::default())
+        .map(|h| {
+            format!(
+                "{} {} retransmits, {}/{} drops out/in",
+                h.name, h.counters.retransmits, h.counters.drops_out, h.counters.drops_in
+            )
+        })
+        .collect();
+    if !kernel.is_empty() {
+        out += &format!("kernel: {}\n", kernel.join("; "));
+    }
     for t in r.tenants.iter().filter(|t| t.errors + t.timeouts > 0) {
         out += &format!(
             "{}: {} errors, {} timeouts{}\n",
