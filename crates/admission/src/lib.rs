@@ -30,9 +30,7 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use tailbound_calculus::{Bound, CalculusError, TenantBound};
-use tailbound_model::{
-    Decisions, Excess, Network, NetworkError, RateLimit, Stage, TenantDecision,
-};
+use tailbound_model::{Decisions, Excess, Network, NetworkError, RateLimit, Stage, TenantDecision};
 
 /// The admission policies of snc-meister §5.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -213,13 +213,15 @@ fn flows(
                 })?;
                 let addr = match (h.role, h.first_address()) {
                     (HostRole::Host, Some(a)) => a,
-                    _ => return Err(PlanError::Switch {
-                        host: s.clone(),
-                        what: format!(
+                    _ => {
+                        return Err(PlanError::Switch {
+                            host: s.clone(),
+                            what: format!(
                             "the decisions place tenant {:?} on it, but tenants run on end hosts",
                             t.name
                         ),
-                    }),
+                        })
+                    }
                 };
                 (s.clone(), addr, ep.as_ref().and_then(|e| e.port))
             }
@@ -319,17 +321,20 @@ fn check_interface(
     let mut sum = 0.0;
     for f in flows {
         let flow = f.flow.clone().unwrap_or_else(|| f.stage.to_string());
+        // the long-term (smallest) rate is what the flow is guaranteed; the other buckets of a
+        // concave curve may be faster than the link (they bound bursts)
+        let long_term = f.buckets.iter().map(|b| b.0).reduce(f64::min);
+        if let Some(rate) = long_term.filter(|&r| r > link) {
+            return Err(PlanError::RateAboveLink {
+                tenant: f.tenant.clone(),
+                flow,
+                rate_bytes_per_s: rate,
+                host: host.name.clone(),
+                interface: iface.name.clone(),
+                link_bytes_per_s: link,
+            });
+        }
         for &(rate, burst) in &f.buckets {
-            if rate > link {
-                return Err(PlanError::RateAboveLink {
-                    tenant: f.tenant.clone(),
-                    flow,
-                    rate_bytes_per_s: rate,
-                    host: host.name.clone(),
-                    interface: iface.name.clone(),
-                    link_bytes_per_s: link,
-                });
-            }
             if burst / rate > MAX_BUFFER_S {
                 return Err(PlanError::BurstTooLong {
                     tenant: f.tenant.clone(),

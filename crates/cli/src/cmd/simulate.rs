@@ -110,8 +110,8 @@ pub fn read_decisions(path: &Path) -> anyhow::Result<Decisions> {
     let d: Decisions = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a decisions file (JSON {{\"policy\": .., \"tenants\": [{{\"name\", \
-             \"admitted\", \"priority\", \"server\", \"limits\": [{{\"flow\", \"rate\", \
-             \"burst\"}}]}}]}})",
+             \"admitted\", \"priority\", \"server\", \"limits\": [{{\"flow\", \"stage\", \
+             \"rate\", \"burst\"}}]}}]}})",
             path.display()
         )
     })?;

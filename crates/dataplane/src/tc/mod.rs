@@ -642,3 +642,18 @@ pub fn read_host_map(path: &Path) -> Result<HostMap, crate::error::HostMapFileEr
         })?;
     Ok(HostMap::parse(&text, &path.display().to_string())?)
 }
+
+/// From now on SIGINT, SIGTERM and SIGHUP only set the returned flag: a change in progress
+/// finishes (or rolls back) before the caller looks at it and stops. `tc` itself runs in its
+/// own process group, so a terminal's Ctrl-C does not reach it either.
+pub fn defer_signals() -> std::io::Result<Arc<std::sync::atomic::AtomicBool>> {
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
+}

@@ -3,4 +3,5 @@
 
 mod loopback;
 mod netns;
+mod shaping;
 mod tc;

@@ -309,6 +309,20 @@ fn bad_decisions_are_errors_that_name_the_value() {
         e.to_string().contains("200000000") && e.to_string().contains("125000000"),
         "{e}"
     );
+    // a faster bucket beside a slower long-term one bounds bursts and is kept
+    let d2 = decisions(
+        vec![tenant(
+            "t0",
+            0,
+            &[(Stage::NetIn, 2e8, 1e3), (Stage::NetIn, 1e6, 1e5)],
+        )],
+        Excess::Wait,
+    );
+    let p = plan(&d2, &m, &none, &PriorAllocations::new()).unwrap();
+    assert_eq!(
+        flow_class(state(&p, "client"), "t0", 1).rate_bytes_per_s,
+        200_000_000
+    );
     let d = decisions(
         vec![
             tenant("t0", 0, &[(Stage::NetIn, 7e7, 1e3)]),
