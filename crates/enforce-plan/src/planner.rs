@@ -17,7 +17,7 @@ use crate::state::{
 };
 use crate::{dscp_for_priority, MAX_PRIORITY};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tailbound_model::{Decisions, Excess, Stage};
 
 /// HTB prios 0..=6 carry levels; prio 7 is the container of the next seven (and best effort).
@@ -362,18 +362,35 @@ fn check_interface(
             link_bytes_per_s: link,
         });
     }
-    for (i, a) in flows.iter().enumerate() {
-        if let Some(b) = flows[i + 1..]
-            .iter()
-            .find(|b| a.matches.overlaps(&b.matches))
-        {
-            return Err(PlanError::Ambiguous {
-                a: a.tenant.clone(),
-                b: b.tenant.clone(),
-                host: host.name.clone(),
-                interface: iface.name.clone(),
-                file: map.origin.clone(),
-            });
+    // only flows between the same addresses to the same port (or to any port) can overlap:
+    // compare within those groups, not every pair
+    let mut groups: HashMap<_, Vec<&FlowSpec>> = HashMap::new();
+    for f in flows {
+        groups
+            .entry((f.matches.src, f.matches.dst, f.matches.dport))
+            .or_default()
+            .push(f);
+    }
+    for ((src, dst, dport), group) in &groups {
+        let wild = dport
+            .is_some()
+            .then(|| groups.get(&(*src, *dst, None)))
+            .flatten()
+            .map_or(&[][..], Vec::as_slice);
+        for (i, a) in group.iter().enumerate() {
+            let clash = group[i + 1..]
+                .iter()
+                .chain(wild)
+                .find(|b| a.matches.overlaps(&b.matches));
+            if let Some(b) = clash {
+                return Err(PlanError::Ambiguous {
+                    a: a.tenant.clone(),
+                    b: b.tenant.clone(),
+                    host: host.name.clone(),
+                    interface: iface.name.clone(),
+                    file: map.origin.clone(),
+                });
+            }
         }
     }
     Ok(())

@@ -115,6 +115,8 @@ struct Step<'a> {
     desired: TcState,
     /// the record to write when the host succeeds (`None`: delete it)
     record: Option<Record>,
+    /// the record as it was (unchanged records are not written again)
+    previous: Option<Record>,
 }
 
 /// How a failed change ended.
@@ -226,12 +228,12 @@ impl Enforcer {
         plan: &InterfacePlan,
     ) -> Result<Step<'a>, TcError> {
         let (before, identity) = read(target)?;
-        let record = self
+        let previous = self
             .records
             .load(target.host, target.interface)?
             .filter(|r| r.identity == identity);
-        let original = match record {
-            Some(r) => r.original,
+        let original = match &previous {
+            Some(r) => r.original.clone(),
             None => {
                 check_restorable(target, &before)?;
                 before.clone()
@@ -248,6 +250,7 @@ impl Enforcer {
                 original,
                 plan.allocation.clone(),
             )),
+            previous,
         })
     }
 
@@ -336,8 +339,9 @@ impl Enforcer {
             steps.push(Step {
                 target,
                 before,
-                desired: rec.original,
+                desired: rec.original.clone(),
                 record: None,
+                previous: Some(rec),
             });
         }
         let mut reports = self.transition(steps)?;
@@ -386,6 +390,7 @@ impl Enforcer {
         // the host is at the plan: now the records say so
         for s in &steps {
             match &s.record {
+                Some(r) if s.previous.as_ref() == Some(r) => {}
                 Some(r) => self.records.save(r)?,
                 None => self.records.delete(s.target.host, s.target.interface)?,
             }
@@ -465,7 +470,10 @@ impl Enforcer {
             commands = lines.len(),
             "tc -batch"
         );
-        batch::run(&self.tc, t.netns, &lines, BATCH_LIMIT).map_err(|e| match e {
+        // spawned from a thread inside the namespace, tc inherits it: no `tc -n`, which
+        // unshares a mount namespace and remounts /sys for every call
+        let outcome = in_netns(t, || Ok(batch::run(&self.tc, None, &lines, BATCH_LIMIT)))?;
+        outcome.map_err(|e| match e {
             batch::BatchError::Spawn(source) => TcError::Spawn {
                 program: self.tc.display().to_string(),
                 source,

@@ -117,8 +117,8 @@ impl Records {
         let dir = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(dir).map_err(|e| err("create the directory of", e))?;
         let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-        let text = serde_json::to_string_pretty(rec)
-            .map_err(|e| err("encode", std::io::Error::other(e)))?;
+        let text =
+            serde_json::to_string(rec).map_err(|e| err("encode", std::io::Error::other(e)))?;
         let write = || -> std::io::Result<()> {
             let mut f = File::create(&tmp)?;
             f.write_all(text.as_bytes())?;
