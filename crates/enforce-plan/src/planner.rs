@@ -562,6 +562,10 @@ fn build(
         }
         majors.push(major);
     }
+    let chain = Chain {
+        majors: &majors,
+        containers: &containers,
+    };
     let mut sorted: Vec<&&FlowSpec> = flows.iter().collect();
     sorted.sort_by(|a, b| (&a.tenant, a.stage).cmp(&(&b.tenant, b.stage)));
     for f in sorted {
@@ -621,35 +625,18 @@ fn build(
             holder = ClassId::new(q, 1);
             st.classes.push(class(holder, None, r, r, b, b, 0, role(k)));
         }
-        for d in 0..=depth {
-            let at = majors[d as usize];
-            let node = alloc.filter(
-                ObjectKey::FlowFilter {
-                    tenant: f.tenant.clone(),
-                    stage: f.stage,
-                    depth: d,
-                },
-                at,
-            )?;
-            st.filters.push(Filter {
-                qdisc: at,
-                pref: FILTER_PREF,
-                handle: FilterHandle::node_only(node),
-                flowid: if d < depth {
-                    containers[d as usize]
-                } else {
-                    leaf
-                },
-                keys: f.matches.keys(),
-                matches: Some(f.matches.clone()),
-                serves: Some(FilterRole::Flow {
-                    tenant: f.tenant.clone(),
-                    stage: f.stage,
-                    flow: f.flow.clone(),
-                    priority: f.priority,
-                }),
-            });
-        }
+        let serves = FilterRole::Flow {
+            tenant: f.tenant.clone(),
+            stage: f.stage,
+            flow: f.flow.clone(),
+            priority: f.priority,
+        };
+        let key = |d| ObjectKey::FlowFilter {
+            tenant: f.tenant.clone(),
+            stage: f.stage,
+            depth: d,
+        };
+        chain.filters(&mut alloc, &mut st, depth, leaf, &f.matches, &serves, key)?;
     }
     if switch {
         for &p in &priorities {
@@ -658,29 +645,14 @@ fn build(
                 dscp: dscp_for_priority(p),
                 ..FlowMatch::default()
             };
-            for d in 0..=depth {
-                let at = majors[d as usize];
-                let node = alloc.filter(
-                    ObjectKey::LevelFilter {
-                        priority: p,
-                        depth: d,
-                    },
-                    at,
-                )?;
-                st.filters.push(Filter {
-                    qdisc: at,
-                    pref: FILTER_PREF,
-                    handle: FilterHandle::node_only(node),
-                    flowid: if d < depth {
-                        containers[d as usize]
-                    } else {
-                        levels[&p]
-                    },
-                    keys: matches.keys(),
-                    matches: Some(matches.clone()),
-                    serves: Some(FilterRole::Level { priority: p }),
-                });
-            }
+            let key = |d| ObjectKey::LevelFilter {
+                priority: p,
+                depth: d,
+            };
+            let serves = FilterRole::Level { priority: p };
+            chain.filters(
+                &mut alloc, &mut st, depth, levels[&p], &matches, &serves, key,
+            )?;
         }
     }
     Ok(InterfacePlan {
@@ -689,4 +661,45 @@ fn build(
         state: st,
         allocation: alloc.finish(),
     })
+}
+
+/// The qdisc of each depth and the container that leads from each depth to the next.
+struct Chain<'a> {
+    majors: &'a [u16],
+    containers: &'a [ClassId],
+}
+
+impl Chain<'_> {
+    /// The filters that send `matches` from the top qdisc down to `target` at `depth`: at each
+    /// shallower depth toward that depth's container.
+    #[allow(clippy::too_many_arguments)]
+    fn filters(
+        &self,
+        alloc: &mut Allocator<'_>,
+        st: &mut TcState,
+        depth: u32,
+        target: ClassId,
+        matches: &FlowMatch,
+        serves: &FilterRole,
+        key: impl Fn(u32) -> ObjectKey,
+    ) -> Result<(), Exhausted> {
+        for d in 0..=depth {
+            let at = self.majors[d as usize];
+            let node = alloc.filter(key(d), at)?;
+            st.filters.push(Filter {
+                qdisc: at,
+                pref: FILTER_PREF,
+                handle: FilterHandle::node_only(node),
+                flowid: if d < depth {
+                    self.containers[d as usize]
+                } else {
+                    target
+                },
+                keys: matches.keys(),
+                matches: Some(matches.clone()),
+                serves: Some(serves.clone()),
+            });
+        }
+        Ok(())
+    }
 }

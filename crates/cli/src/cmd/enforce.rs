@@ -389,7 +389,7 @@ fn run_remove(a: RemoveArgs) -> anyhow::Result<Outcome> {
     let names = map
         .hosts
         .iter()
-        .filter(|h| a.host.as_ref().map_or(true, |n| *n == h.name))
+        .filter(|h| a.host.as_ref().is_none_or(|n| *n == h.name))
         .map(|h| h.name.clone())
         .collect();
     let interfaces = host_by_host(names, |name| {

@@ -171,19 +171,7 @@ fn bad_input_is_exit_2_with_the_value_named() {
 }
 
 fn root_or_skip() -> bool {
-    // SAFETY: no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["ip", "tc"]
-        .iter()
-        .all(|p| Command::new(p).arg("-V").output().is_ok());
-    if root && tools {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true: this test needs root, ip and tc (iproute2); a skip would hide it");
-    }
-    eprintln!("skipped: needs root and iproute2");
-    false
+    tailbound_testdata::root_or_skip(&["ip", "tc"])
 }
 
 /// six-tenants.hosts.toml pointed at the test's namespaces (veth `tb0`, 10.199.0.2 client,

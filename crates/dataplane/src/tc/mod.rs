@@ -167,7 +167,7 @@ impl Enforcer {
         for h in map
             .hosts
             .iter()
-            .filter(|h| host.map_or(true, |n| n == h.name))
+            .filter(|h| host.is_none_or(|n| n == h.name))
         {
             for i in &h.interfaces {
                 let Some(rec) = self.records.load(&h.name, &i.name)? else {

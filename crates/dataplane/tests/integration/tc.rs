@@ -9,23 +9,11 @@ use tailbound_dataplane::tc::{read_state, Enforcer, InterfaceReport, Target};
 use tailbound_dataplane::TcError;
 use tailbound_enforce_plan::state::ClassRole;
 use tailbound_enforce_plan::{diff, link_plan, plan, HostMap, Plan, PlanOptions};
-use tailbound_model::{Decisions, Excess, RateLimit, Stage, TenantDecision};
+use tailbound_model::{Decisions, Excess, Stage};
 
 /// Whether root-only tests can run; under CI=true they must.
 pub fn root_or_skip() -> bool {
-    // SAFETY: no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["ip", "tc"]
-        .iter()
-        .all(|p| Command::new(p).arg("-V").output().is_ok());
-    if root && tools {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true: this test needs root, ip and tc (iproute2); a skip would hide it");
-    }
-    eprintln!("skipped: needs root and iproute2");
-    false
+    tailbound_testdata::root_or_skip(&["ip", "tc"])
 }
 
 pub fn two_hosts() -> TwoHosts {
@@ -50,31 +38,9 @@ pub fn host_map(h: &TwoHosts, tenants: usize, link: &str) -> HostMap {
     HostMap::parse(&s, "test.hosts.toml").expect("valid host map")
 }
 
-pub fn tenant(name: &str, priority: u32, limits: &[(Stage, f64, f64)]) -> TenantDecision {
-    TenantDecision {
-        name: name.into(),
-        admitted: true,
-        priority: Some(priority),
-        server: None,
-        limits: limits
-            .iter()
-            .map(|&(stage, rate, burst)| RateLimit {
-                flow: format!("{name}-{stage}"),
-                stage,
-                rate,
-                burst,
-            })
-            .collect(),
-    }
-}
+pub use tailbound_testdata::tenant_decision as tenant;
 
-pub fn decisions(tenants: Vec<TenantDecision>, excess: Excess) -> Decisions {
-    Decisions {
-        policy: "test".into(),
-        tenants,
-        excess,
-    }
-}
+pub use tailbound_testdata::decisions;
 
 /// Plans with the enforcer's records, as `tailbound enforce apply` does.
 pub fn plan_with(e: &Enforcer, d: &Decisions, m: &HostMap) -> Plan {

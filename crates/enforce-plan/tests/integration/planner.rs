@@ -65,7 +65,7 @@ fn every_flow_gets_a_leaf_at_its_level_with_its_bucket_and_a_filter() {
     );
     assert_eq!(leaf.parent, Some(level_class(client, 0).id));
     assert!(
-        matches!(&leaf.serves, Some(ClassRole::Flow { stage: Stage::NetIn, flow: Some(f), .. }) if f == "t0-req")
+        matches!(&leaf.serves, Some(ClassRole::Flow { stage: Stage::NetIn, flow: Some(f), .. }) if f == "t0-net-in")
     );
     let server = state(&p, "server");
     let resp = flow_class(server, "t0", 0);
