@@ -468,3 +468,46 @@ fn a_missing_interface_or_tc_is_exit_2_and_changes_nothing() {
         assert!(!kernel(&h, host).has_htb(), "{host}");
     }
 }
+
+#[test]
+fn the_probe_marks_its_requests_with_a_priority_and_refuses_one_without_a_dscp() {
+    let o = tailbound(&["probe", "run", "--priority", "63", "--count", "10"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("priority 63") && stderr(&o).contains("0 to 62"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tailbound(&[
+        "probe",
+        "run",
+        "--priority",
+        "1",
+        "--tos",
+        "0x10",
+        "--count",
+        "10",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--priority and --tos exclude each other"
+    );
+    for protocol in ["tcp", "udp"] {
+        let o = tailbound(&[
+            "probe",
+            "run",
+            "--protocol",
+            protocol,
+            "--priority",
+            "2",
+            "--size",
+            "64",
+            "--count",
+            "50",
+            "--warmup",
+            "0",
+        ]);
+        assert!(o.status.success(), "{protocol}: {}", stderr(&o));
+    }
+}

@@ -554,56 +554,57 @@ pub fn read_state(t: Target<'_>) -> Result<TcState, TcError> {
     read(t).map(|(s, _)| s)
 }
 
+/// What the kernel counted for every HTB class of one interface (bytes and packets sent,
+/// drops): how tests and operators see which class traffic went through.
+pub fn read_stats(t: Target<'_>) -> Result<Vec<netlink::ClassStats>, TcError> {
+    in_netns(t, || {
+        let ifindex = ifindex_here(t)?;
+        let sock = netlink::Socket::open().map_err(read_err(t))?;
+        netlink::read_stats(&sock, ifindex).map_err(read_err(t))
+    })
+}
+
 /// Reads an interface's state and identity.
 fn read(t: Target<'_>) -> Result<(TcState, Identity), TcError> {
     in_netns(t, || {
-        let name = CString::new(t.interface).map_err(|_| no_interface(t))?;
-        // SAFETY: a valid NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(no_interface(t));
-        }
-        let read_err = |source| TcError::Read {
-            host: t.host.into(),
-            interface: t.interface.into(),
-            source,
-        };
-        let sock = netlink::Socket::open().map_err(read_err)?;
-        let state = netlink::read(&sock, ifindex).map_err(read_err)?;
-        let netns_inode = std::fs::metadata("/proc/thread-self/ns/net")
-            .map(|m| m.ino())
-            .map_err(read_err)?;
-        Ok((
-            state,
-            Identity {
-                ifindex,
-                netns_inode,
-            },
-        ))
+        let ifindex = ifindex_here(t)?;
+        let sock = netlink::Socket::open().map_err(read_err(t))?;
+        let state = netlink::read(&sock, ifindex).map_err(read_err(t))?;
+        Ok((state, identity_here(t, ifindex)?))
     })
 }
 
 /// Where an interface is (its index and namespace), without reading its configuration.
 fn identity(t: Target<'_>) -> Result<Identity, TcError> {
-    in_netns(t, || {
-        let name = CString::new(t.interface).map_err(|_| no_interface(t))?;
-        // SAFETY: a valid NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(no_interface(t));
-        }
-        let netns_inode = std::fs::metadata("/proc/thread-self/ns/net")
-            .map(|m| m.ino())
-            .map_err(|source| TcError::Read {
-                host: t.host.into(),
-                interface: t.interface.into(),
-                source,
-            })?;
-        Ok(Identity {
-            ifindex,
-            netns_inode,
-        })
+    in_netns(t, || identity_here(t, ifindex_here(t)?))
+}
+
+/// The interface's index in the calling thread's namespace.
+fn ifindex_here(t: Target<'_>) -> Result<u32, TcError> {
+    let name = CString::new(t.interface).map_err(|_| no_interface(t))?;
+    // SAFETY: a valid NUL-terminated name.
+    match unsafe { libc::if_nametoindex(name.as_ptr()) } {
+        0 => Err(no_interface(t)),
+        i => Ok(i),
+    }
+}
+
+fn identity_here(t: Target<'_>, ifindex: u32) -> Result<Identity, TcError> {
+    let netns_inode = std::fs::metadata("/proc/thread-self/ns/net")
+        .map(|m| m.ino())
+        .map_err(read_err(t))?;
+    Ok(Identity {
+        ifindex,
+        netns_inode,
     })
+}
+
+fn read_err(t: Target<'_>) -> impl Fn(std::io::Error) -> TcError + '_ {
+    move |source| TcError::Read {
+        host: t.host.into(),
+        interface: t.interface.into(),
+        source,
+    }
 }
 
 fn no_interface(t: Target<'_>) -> TcError {

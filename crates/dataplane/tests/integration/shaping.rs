@@ -3,7 +3,7 @@
 //! (SO_TIMESTAMPNS, taken when the sender's qdisc hands the packet to the veth), so the
 //! receiver's scheduling does not move them; bounds are ones a correct limiter cannot exceed;
 //! priority is judged by a ratio against the same flood without priorities, measured in the
-//! same test. Every sender is bounded in time.
+//! same test, or by tc's own per-class packet counters. Every sender is bounded in time.
 
 use crate::tc::{apply_all, decisions, host_map, plan_with, root_or_skip, tenant, two_hosts};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -11,9 +11,10 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tailbound_dataplane::netns;
+use tailbound_dataplane::netns::{self, LinkOptions, TwoHosts};
 use tailbound_dataplane::tc::{Enforcer, Target};
 use tailbound_enforce_plan::link_plan;
+use tailbound_enforce_plan::state::ClassRole;
 use tailbound_model::{Excess, Stage};
 
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 199, 0, 2);
@@ -325,5 +326,87 @@ fn a_higher_priority_keeps_its_latency_while_a_lower_one_floods_the_link() {
     assert!(
         lost <= 5,
         "{lost} of the higher tenant's 100 requests were lost"
+    );
+}
+
+#[test]
+fn a_switch_port_sends_each_dscp_to_its_level_and_unmarked_packets_best_effort() {
+    if !root_or_skip() {
+        return;
+    }
+    let h = TwoHosts::create(LinkOptions {
+        bridge: true,
+        rate_bytes_per_s: None,
+    })
+    .unwrap();
+    let sw = h.switch_ns().expect("a bridge").to_string();
+    let text = format!(
+        "[[hosts]]\nname = \"client\"\nnetns = \"{}\"\n[[hosts.interfaces]]\nname = \"tb0\"\naddress = \"10.199.0.2\"\nlink = \"100Mbit\"\n\
+         [[hosts]]\nname = \"server\"\nnetns = \"{}\"\n[[hosts.interfaces]]\nname = \"tb0\"\naddress = \"10.199.0.1\"\nlink = \"100Mbit\"\n\
+         [[hosts]]\nname = \"switch\"\nrole = \"switch\"\nnetns = \"{sw}\"\n[[hosts.interfaces]]\nname = \"tbs\"\nlink = \"100Mbit\"\n\
+         [[tenants]]\nname = \"t0\"\nclient = {{ host = \"client\" }}\nserver = {{ host = \"server\", port = 7000 }}\n\
+         [[tenants]]\nname = \"t1\"\nclient = {{ host = \"client\" }}\nserver = {{ host = \"server\", port = 7001 }}\n",
+        h.client_ns(),
+        h.server_ns()
+    );
+    let m = tailbound_enforce_plan::HostMap::parse(&text, "switch.hosts.toml").unwrap();
+    // level 9 lives in the nested qdisc: its packets pass the prio-7 container first
+    let d = decisions(
+        vec![tenant("t0", 1, &[]), tenant("t1", 9, &[])],
+        Excess::Wait,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let e = Enforcer::new(dir.path());
+    let p = plan_with(&e, &d, &m);
+    let switch = p.hosts.iter().find(|x| x.host == "switch").unwrap();
+    e.apply(switch).unwrap();
+    let state = &switch.interfaces[0].state;
+    let class = |role: &ClassRole| {
+        state
+            .classes
+            .iter()
+            .find(|c| c.serves.as_ref() == Some(role))
+            .unwrap()
+            .id
+    };
+    let level1 = class(&ClassRole::Level { priority: 1 });
+    let level9 = class(&ClassRole::Level { priority: 9 });
+    let container = class(&ClassRole::Container { depth: 1 });
+    let best = class(&ClassRole::BestEffort { depth: 0 });
+
+    let sink = netns_scope(h.server_ns(), || {
+        UdpSocket::bind(SocketAddrV4::new(SERVER, 7100)).unwrap()
+    });
+    netns_scope(h.client_ns(), || {
+        for tos in [
+            tailbound_dataplane::tos::tos_for(1).ok(),
+            tailbound_dataplane::tos::tos_for(9).ok(),
+            None,
+        ] {
+            let s = UdpSocket::bind(SocketAddrV4::new(CLIENT, 0)).unwrap();
+            if let Some(t) = tos {
+                tailbound_dataplane::tos::set_tos(&s, t).unwrap();
+            }
+            for _ in 0..50 {
+                s.send_to(&[7u8; 200], SocketAddrV4::new(SERVER, 7100))
+                    .unwrap();
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    });
+    drop(sink);
+    let port = Target {
+        host: "switch",
+        netns: Some(&sw),
+        interface: "tbs",
+    };
+    let stats = tailbound_dataplane::tc::read_stats(port).unwrap();
+    let sent = |id| stats.iter().find(|s| s.id == id).map_or(0, |s| s.packets);
+    assert_eq!(sent(level1), 50, "{stats:?}");
+    assert_eq!(sent(level9), 50, "{stats:?}");
+    assert!(sent(container) >= 50, "{stats:?}");
+    assert!(
+        sent(best) >= 50,
+        "unmarked packets go best effort: {stats:?}"
     );
 }
