@@ -53,15 +53,6 @@ pub fn reference_dir() -> PathBuf {
     shared_dir().join("reference")
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn finds_the_42_production_traces() {
-        assert_eq!(super::production_traces().len(), 42);
-        assert!(super::production("trace0000.csv").is_file());
-    }
-}
-
 /// Whether a root-only test (network namespaces, tc) can run here: root, and every program of
 /// `programs` on the PATH. Under `CI=true` it panics instead of skipping, since a skip there
 /// would hide the test; elsewhere it prints "skipped" and the test returns.
@@ -130,5 +121,14 @@ pub fn decisions(
         policy: "test".into(),
         tenants,
         excess,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn finds_the_42_production_traces() {
+        assert_eq!(super::production_traces().len(), 42);
+        assert!(super::production("trace0000.csv").is_file());
     }
 }
