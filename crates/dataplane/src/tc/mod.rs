@@ -478,14 +478,19 @@ impl Enforcer {
                 program: self.tc.display().to_string(),
                 source,
             },
-            batch::BatchError::Failed { line, message } => TcError::Failed {
+            batch::BatchError::Failed { line, mut message } => TcError::Failed {
                 host: t.host.into(),
                 interface: t.interface.into(),
                 command: line
                     .and_then(|l| lines.get(l.wrapping_sub(1)))
                     .cloned()
                     .unwrap_or_else(|| "-batch".into()),
-                message,
+                message: {
+                    if message.contains("Operation not permitted") {
+                        message.push_str(" (tc needs root: CAP_NET_ADMIN)");
+                    }
+                    message
+                },
                 state: String::new(),
             },
             batch::BatchError::Timeout(limit) => TcError::Timeout {

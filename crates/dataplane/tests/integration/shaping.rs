@@ -22,19 +22,23 @@ const SERVER: Ipv4Addr = Ipv4Addr::new(10, 199, 0, 1);
 /// Ethernet + IPv4 + UDP headers: what HTB counts beyond the payload [bytes].
 const HEADERS: usize = 14 + 20 + 8;
 
-fn enable_timestamps(s: &UdpSocket) {
-    let on: libc::c_int = 1;
+/// Sets an int socket option (root may pass the system's buffer limits with the *FORCE ones).
+fn set_int(s: &UdpSocket, level: libc::c_int, name: libc::c_int, value: libc::c_int) {
     // SAFETY: valid fd and int option.
     let rc = unsafe {
         libc::setsockopt(
             s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    assert_eq!(rc, 0, "SO_TIMESTAMPNS");
+    assert_eq!(rc, 0, "setsockopt {name}");
+}
+
+fn enable_timestamps(s: &UdpSocket) {
+    set_int(s, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
 }
 
 /// One datagram and the kernel's receive time [ns]; `None` when the read times out.
@@ -86,8 +90,10 @@ fn blast(
     std::thread::spawn(move || {
         netns::enter(&ns).unwrap();
         let s = UdpSocket::bind(src).unwrap();
-        // never block on the socket's send buffer: offer the full rate, drop what does not fit
+        // never block on the socket's send buffer: offer the full rate, drop what does not
+        // fit; a large buffer lets the class's queue fill (1000 packets), not the socket's
         s.set_nonblocking(true).unwrap();
+        set_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 8 << 20);
         let data = vec![0x5au8; payload];
         let per_tick = ((rate * 0.005) / (payload + HEADERS) as f64)
             .ceil()
@@ -148,6 +154,8 @@ fn a_limited_tenant_never_sends_more_than_r_t_plus_b_in_any_window() {
         netns::enter(&rx_ns).unwrap();
         let s = UdpSocket::bind(SocketAddrV4::new(SERVER, 7000)).unwrap();
         enable_timestamps(&s);
+        // a receiver the busy machine does not schedule for a while loses nothing
+        set_int(&s, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 32 << 20);
         s.set_read_timeout(Some(Duration::from_millis(200)))
             .unwrap();
         let mut buf = vec![0u8; 2048];
@@ -317,8 +325,8 @@ fn a_higher_priority_keeps_its_latency_while_a_lower_one_floods_the_link() {
     e.apply(&p.hosts[0]).unwrap();
     let (prioritized, lost) = under_flood(&h);
     eprintln!("median RTT under a flood: {:.1} ms in one FIFO, {:.2} ms at the higher level ({lost} of 100 lost)", fifo * 1e3, prioritized * 1e3);
-    // a full FIFO of 1000 packets at 10 Mbit/s delays by ~0.8 s; the higher level waits for
-    // at most the packet on the wire
+    // a full FIFO (1000 packets of the flood) at 10 Mbit/s delays by ~0.8 s; the higher level
+    // waits for at most the packet on the wire
     assert!(
         prioritized * 5.0 < fifo,
         "median {prioritized} s with priorities vs {fifo} s without"
