@@ -390,8 +390,7 @@ impl Enforcer {
         // the host is at the plan: now the records say so
         for s in &steps {
             match &s.record {
-                Some(r) if s.previous.as_ref() == Some(r) => {}
-                Some(r) => self.records.save(r)?,
+                Some(r) => self.records.save(r, s.previous.as_ref())?,
                 None => self.records.delete(s.target.host, s.target.interface)?,
             }
         }
