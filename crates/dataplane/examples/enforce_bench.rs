@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tailbound_dataplane::netns::{LinkOptions, TwoHosts};
 use tailbound_dataplane::tc::{Enforcer, Target};
 use tailbound_enforce_plan::{diff, plan, HostMap, Plan, PlanOptions, TcOp, TcState};
-use tailbound_model::{Decisions, Excess, RateLimit, Stage, TenantDecision};
+use tailbound_model::{Bucket, Decisions, Excess, RateLimit, Stage, TenantDecision};
 
 fn decisions(n: usize, moved: Option<usize>, rate_of_0: f64) -> Decisions {
     Decisions {
@@ -25,8 +25,7 @@ fn decisions(n: usize, moved: Option<usize>, rate_of_0: f64) -> Decisions {
                 limits: vec![RateLimit {
                     flow: format!("t{i}-req"),
                     stage: Stage::NetIn,
-                    rate: if i == 0 { rate_of_0 } else { 100e3 },
-                    burst: 10e3,
+                    bucket: Bucket::new(if i == 0 { rate_of_0 } else { 100e3 }, 10e3),
                 }],
             })
             .collect(),

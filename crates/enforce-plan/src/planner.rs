@@ -246,7 +246,7 @@ fn flows(
                     b: l.flow.clone(),
                 });
             }
-            entry.1.push((l.rate, l.burst));
+            entry.1.push((l.bucket.rate, l.bucket.burst));
         }
         if let Some((flow, _)) = by_stage.get(&Stage::Storage) {
             unenforced.push(Unenforced {

@@ -36,56 +36,40 @@ pub fn production(name: &str) -> PathBuf {
     production_dir().join(name)
 }
 
-/// Every production trace, sorted by name.
-pub fn production_traces() -> Vec<PathBuf> {
-    let dir = production_dir();
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    v.sort();
-    v
+/// Whether a test that needs root and iproute2 (network namespaces, tc) can run here. When it
+/// cannot, it prints why and the test returns early, except under `CI=true`, where CI runs as
+/// root and such a skip would hide a failure: there it panics.
+pub fn root_or_skip(what: &str) -> bool {
+    let root = effective_uid() == Some(0);
+    let ip = std::process::Command::new("ip")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if root && ip {
+        return true;
+    }
+    let why = if root {
+        "iproute2 (`ip`) is not installed"
+    } else {
+        "it needs root"
+    };
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{what}: {why}, and under CI=true a skipped root test is a failure");
+    }
+    eprintln!("skipped: {what}: {why}");
+    false
+}
+
+/// The effective user id of this process, from `/proc/self/status`.
+fn effective_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The original tools' outputs (`shared/reference/`).
 pub fn reference_dir() -> PathBuf {
     shared_dir().join("reference")
-}
-
-/// Whether a root-only test (network namespaces, tc) can run here: root, and every program of
-/// `programs` on the PATH. Under `CI=true` it panics instead of skipping, since a skip there
-/// would hide the test; elsewhere it prints "skipped" and the test returns.
-pub fn root_or_skip(programs: &[&str]) -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false);
-    let missing: Vec<&str> = programs
-        .iter()
-        .copied()
-        .filter(|p| std::process::Command::new(p).arg("-V").output().is_err())
-        .collect();
-    if root && missing.is_empty() {
-        return true;
-    }
-    let why = if root {
-        format!(
-            "{} missing (apt-get install -y iproute2)",
-            missing.join(", ")
-        )
-    } else {
-        "needs root".to_string()
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true: this test cannot run ({why}); a skip would hide it");
-    }
-    eprintln!("skipped: {why}");
-    false
 }
 
 /// A tenant's decision for tests: admitted at `priority`, one token bucket per
@@ -105,8 +89,7 @@ pub fn tenant_decision(
             .map(|&(stage, rate, burst)| tailbound_model::RateLimit {
                 flow: format!("{name}-{stage}"),
                 stage,
-                rate,
-                burst,
+                bucket: tailbound_model::Bucket::new(rate, burst),
             })
             .collect(),
     }
@@ -127,8 +110,12 @@ pub fn decisions(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn finds_the_42_production_traces() {
-        assert_eq!(super::production_traces().len(), 42);
+    fn reads_the_effective_uid() {
+        assert!(super::effective_uid().is_some());
+    }
+
+    #[test]
+    fn finds_the_production_traces() {
         assert!(super::production("trace0000.csv").is_file());
     }
 }

@@ -2,7 +2,6 @@
 //! tc. The planning lives in `tailbound-enforce-plan`, reading and changing interfaces in
 //! `tailbound-dataplane` (`tc`); this module parses, calls and prints.
 
-use super::experiment_admission::ExcessArg;
 use super::print_json;
 use super::simulate::read_decisions;
 use crate::report::{EnforceReport, EnforceStatusReport};
@@ -43,8 +42,8 @@ pub struct Common {
     pub host: Option<String>,
     /// what leaves do beyond their buckets (default: what the decisions say): wait, or borrow
     /// spare link capacity after every tenant's conforming traffic
-    #[arg(long, value_enum)]
-    pub excess: Option<ExcessArg>,
+    #[arg(long, value_name = "wait|best-effort")]
+    pub excess: Option<tailbound_model::Excess>,
     /// print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -106,7 +105,7 @@ fn make_plan(
     let map = read_map(&c.hosts)?;
     let prior = prior(&map)?;
     let opts = PlanOptions {
-        excess: c.excess.map(Into::into),
+        excess: c.excess,
         host: c.host.clone(),
     };
     plan(&decisions, &map, &opts, &prior).with_context(|| {

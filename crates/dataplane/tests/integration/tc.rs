@@ -13,7 +13,7 @@ use tailbound_model::{Decisions, Excess, Stage};
 
 /// Whether root-only tests can run; under CI=true they must.
 pub fn root_or_skip() -> bool {
-    tailbound_testdata::root_or_skip(&["ip", "tc"])
+    tailbound_testdata::root_or_skip("tc enforcement")
 }
 
 pub fn two_hosts() -> TwoHosts {
@@ -120,7 +120,7 @@ fn apply_reads_back_reapply_is_a_no_op_a_rate_changes_in_place_and_remove_restor
     assert!(apply_all(&e, &p2).iter().all(|r| r.changes == 0));
     // a rate changes in place: one `class change`
     let mut faster = d.clone();
-    faster.tenants[0].limits[0].rate = 1.5e6;
+    faster.tenants[0].limits[0].bucket.rate = 1.5e6;
     let p3 = plan_with(&e, &faster, &m);
     let r = apply_all(&e, &p3);
     assert_eq!(r[0].changes, 1, "{:?}", r[0].commands);
