@@ -296,11 +296,14 @@ fn admitted_decisions_are_applied_kept_moved_checked_and_removed_in_namespaces()
                 let c = classes
                     .iter()
                     .find(|c| c.rate_bytes_per_s == l.bucket.rate.floor() as u64)
-                    .unwrap_or_else(|| panic!("{host}: no class at {} B/s for {}", l.bucket.rate, t.name));
+                    .unwrap_or_else(|| {
+                        panic!("{host}: no class at {} B/s for {}", l.bucket.rate, t.name)
+                    });
                 let got = k.class(c.id).expect("in the kernel");
                 assert_eq!(got.rate_bytes_per_s, l.bucket.rate.floor() as u64);
                 assert!(
-                    got.burst_bytes.abs_diff(l.bucket.burst.floor() as u64) as f64 <= 2.0 + l.bucket.rate * 2e-6,
+                    got.burst_bytes.abs_diff(l.bucket.burst.floor() as u64) as f64
+                        <= 2.0 + l.bucket.rate * 2e-6,
                     "{}: burst {} vs {}",
                     t.name,
                     got.burst_bytes,
