@@ -70,6 +70,9 @@ pub enum Command {
     /// memcached, open-loop replay clients, enforcement from the decisions (as root)
     #[command(subcommand)]
     Testbed(cmd::testbed::TestbedCommand),
+    /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
+    #[command(subcommand)]
+    Enforce(cmd::enforce::EnforceCommand),
 }
 
 /// Runs one parsed command.
@@ -87,6 +90,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
         Command::Testbed(c) => cmd::testbed::run(c),
+        Command::Enforce(c) => cmd::enforce::run(c),
     }
 }
 

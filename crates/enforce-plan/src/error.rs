@@ -51,7 +51,7 @@ pub enum PlanError {
         a: String,
         b: String,
     },
-    #[error("tenant {tenant:?}, flow {flow:?}: rate {rate_bytes_per_s} B/s is above the link rate {link_bytes_per_s} B/s of host {host:?} interface {interface:?}; no host can send faster than its link")]
+    #[error("tenant {tenant:?}, flow {flow:?}: rate {rate_bytes_per_s} B/s is above the link rate {link_bytes_per_s} B/s of host {host:?} interface {interface:?}; no host can send faster than its link (was the scenario's link faster than the host map's?)")]
     RateAboveLink {
         tenant: String,
         flow: String,

@@ -48,7 +48,7 @@
 //!
 //! # Limits
 //!
-//! * Levels 0 to [`MAX_PRIORITY`] (63): the DSCP has six bits; each seven levels add a nested
+//! * 63 levels, 0 to [`MAX_PRIORITY`]: the DSCP has six bits; each seven levels add a nested
 //!   qdisc (nine at most).
 //! * HTB serves a packet while a bucket is not negative, so a leaf sends up to r·t + b plus one
 //!   packet (on interfaces with GSO, one GSO packet, up to 64 KiB).

@@ -17,7 +17,7 @@ use crate::state::{
 };
 use crate::{dscp_for_priority, MAX_PRIORITY};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tailbound_model::{Decisions, Excess, Stage};
 
 /// HTB prios 0..=6 carry levels; prio 7 is the container of the next seven (and best effort).
@@ -247,7 +247,7 @@ fn flows(
                     b: l.flow.clone(),
                 });
             }
-            entry.1.push((l.rate, l.burst));
+            entry.1.push((l.bucket.rate, l.bucket.burst));
         }
         if let Some((flow, _)) = by_stage.get(&Stage::Storage) {
             unenforced.push(Unenforced {
@@ -322,17 +322,20 @@ fn check_interface(
     let mut sum = 0.0;
     for f in flows {
         let flow = f.flow.clone().unwrap_or_else(|| f.stage.to_string());
+        // the long-term (smallest) rate is what the flow is guaranteed; the other buckets of a
+        // concave curve may be faster than the link (they bound bursts)
+        let long_term = f.buckets.iter().map(|b| b.0).reduce(f64::min);
+        if let Some(rate) = long_term.filter(|&r| r > link) {
+            return Err(PlanError::RateAboveLink {
+                tenant: f.tenant.clone(),
+                flow,
+                rate_bytes_per_s: rate,
+                host: host.name.clone(),
+                interface: iface.name.clone(),
+                link_bytes_per_s: link,
+            });
+        }
         for &(rate, burst) in &f.buckets {
-            if rate > link {
-                return Err(PlanError::RateAboveLink {
-                    tenant: f.tenant.clone(),
-                    flow,
-                    rate_bytes_per_s: rate,
-                    host: host.name.clone(),
-                    interface: iface.name.clone(),
-                    link_bytes_per_s: link,
-                });
-            }
             if burst / rate > MAX_BUFFER_S {
                 return Err(PlanError::BurstTooLong {
                     tenant: f.tenant.clone(),
@@ -360,18 +363,35 @@ fn check_interface(
             link_bytes_per_s: link,
         });
     }
-    for (i, a) in flows.iter().enumerate() {
-        if let Some(b) = flows[i + 1..]
-            .iter()
-            .find(|b| a.matches.overlaps(&b.matches))
-        {
-            return Err(PlanError::Ambiguous {
-                a: a.tenant.clone(),
-                b: b.tenant.clone(),
-                host: host.name.clone(),
-                interface: iface.name.clone(),
-                file: map.origin.clone(),
-            });
+    // only flows between the same addresses to the same port (or to any port) can overlap:
+    // compare within those groups, not every pair
+    let mut groups: HashMap<_, Vec<&FlowSpec>> = HashMap::new();
+    for f in flows {
+        groups
+            .entry((f.matches.src, f.matches.dst, f.matches.dport))
+            .or_default()
+            .push(f);
+    }
+    for ((src, dst, dport), group) in &groups {
+        let wild = dport
+            .is_some()
+            .then(|| groups.get(&(*src, *dst, None)))
+            .flatten()
+            .map_or(&[][..], Vec::as_slice);
+        for (i, a) in group.iter().enumerate() {
+            let clash = group[i + 1..]
+                .iter()
+                .chain(wild)
+                .find(|b| a.matches.overlaps(&b.matches));
+            if let Some(b) = clash {
+                return Err(PlanError::Ambiguous {
+                    a: a.tenant.clone(),
+                    b: b.tenant.clone(),
+                    host: host.name.clone(),
+                    interface: iface.name.clone(),
+                    file: map.origin.clone(),
+                });
+            }
         }
     }
     Ok(())
@@ -543,6 +563,10 @@ fn build(
         }
         majors.push(major);
     }
+    let chain = Chain {
+        majors: &majors,
+        containers: &containers,
+    };
     let mut sorted: Vec<&&FlowSpec> = flows.iter().collect();
     sorted.sort_by(|a, b| (&a.tenant, a.stage).cmp(&(&b.tenant, b.stage)));
     for f in sorted {
@@ -602,35 +626,18 @@ fn build(
             holder = ClassId::new(q, 1);
             st.classes.push(class(holder, None, r, r, b, b, 0, role(k)));
         }
-        for d in 0..=depth {
-            let at = majors[d as usize];
-            let node = alloc.filter(
-                ObjectKey::FlowFilter {
-                    tenant: f.tenant.clone(),
-                    stage: f.stage,
-                    depth: d,
-                },
-                at,
-            )?;
-            st.filters.push(Filter {
-                qdisc: at,
-                pref: FILTER_PREF,
-                handle: FilterHandle::node_only(node),
-                flowid: if d < depth {
-                    containers[d as usize]
-                } else {
-                    leaf
-                },
-                keys: f.matches.keys(),
-                matches: Some(f.matches.clone()),
-                serves: Some(FilterRole::Flow {
-                    tenant: f.tenant.clone(),
-                    stage: f.stage,
-                    flow: f.flow.clone(),
-                    priority: f.priority,
-                }),
-            });
-        }
+        let serves = FilterRole::Flow {
+            tenant: f.tenant.clone(),
+            stage: f.stage,
+            flow: f.flow.clone(),
+            priority: f.priority,
+        };
+        let key = |d| ObjectKey::FlowFilter {
+            tenant: f.tenant.clone(),
+            stage: f.stage,
+            depth: d,
+        };
+        chain.filters(&mut alloc, &mut st, depth, leaf, &f.matches, &serves, key)?;
     }
     if switch {
         for &p in &priorities {
@@ -639,29 +646,14 @@ fn build(
                 dscp: dscp_for_priority(p),
                 ..FlowMatch::default()
             };
-            for d in 0..=depth {
-                let at = majors[d as usize];
-                let node = alloc.filter(
-                    ObjectKey::LevelFilter {
-                        priority: p,
-                        depth: d,
-                    },
-                    at,
-                )?;
-                st.filters.push(Filter {
-                    qdisc: at,
-                    pref: FILTER_PREF,
-                    handle: FilterHandle::node_only(node),
-                    flowid: if d < depth {
-                        containers[d as usize]
-                    } else {
-                        levels[&p]
-                    },
-                    keys: matches.keys(),
-                    matches: Some(matches.clone()),
-                    serves: Some(FilterRole::Level { priority: p }),
-                });
-            }
+            let key = |d| ObjectKey::LevelFilter {
+                priority: p,
+                depth: d,
+            };
+            let serves = FilterRole::Level { priority: p };
+            chain.filters(
+                &mut alloc, &mut st, depth, levels[&p], &matches, &serves, key,
+            )?;
         }
     }
     Ok(InterfacePlan {
@@ -670,4 +662,45 @@ fn build(
         state: st,
         allocation: alloc.finish(),
     })
+}
+
+/// The qdisc of each depth and the container that leads from each depth to the next.
+struct Chain<'a> {
+    majors: &'a [u16],
+    containers: &'a [ClassId],
+}
+
+impl Chain<'_> {
+    /// The filters that send `matches` from the top qdisc down to `target` at `depth`: at each
+    /// shallower depth toward that depth's container.
+    #[allow(clippy::too_many_arguments)]
+    fn filters(
+        &self,
+        alloc: &mut Allocator<'_>,
+        st: &mut TcState,
+        depth: u32,
+        target: ClassId,
+        matches: &FlowMatch,
+        serves: &FilterRole,
+        key: impl Fn(u32) -> ObjectKey,
+    ) -> Result<(), Exhausted> {
+        for d in 0..=depth {
+            let at = self.majors[d as usize];
+            let node = alloc.filter(key(d), at)?;
+            st.filters.push(Filter {
+                qdisc: at,
+                pref: FILTER_PREF,
+                handle: FilterHandle::node_only(node),
+                flowid: if d < depth {
+                    self.containers[d as usize]
+                } else {
+                    target
+                },
+                keys: matches.keys(),
+                matches: Some(matches.clone()),
+                serves: Some(serves.clone()),
+            });
+        }
+        Ok(())
+    }
 }

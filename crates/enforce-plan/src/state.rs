@@ -62,18 +62,26 @@ impl FromStr for ClassId {
     }
 }
 
-impl Serialize for ClassId {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
+/// Serde as the string tc prints (`Display`) and reads back (`FromStr`).
+macro_rules! serde_as_text {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+                String::deserialize(d)?
+                    .parse()
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
 }
 
-impl<'de> Deserialize<'de> for ClassId {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ClassId, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+serde_as_text!(ClassId, QdiscParent, FilterHandle);
 
 /// Where a qdisc hangs: at the root of the interface's egress, or under a class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,21 +99,13 @@ impl fmt::Display for QdiscParent {
     }
 }
 
-impl Serialize for QdiscParent {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for QdiscParent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<QdiscParent, D::Error> {
-        let s = String::deserialize(d)?;
-        if s == "root" {
-            return Ok(QdiscParent::Root);
+impl FromStr for QdiscParent {
+    type Err = BadClassId;
+    fn from_str(s: &str) -> Result<QdiscParent, BadClassId> {
+        match s {
+            "root" => Ok(QdiscParent::Root),
+            _ => s.parse().map(QdiscParent::Class),
         }
-        s.parse()
-            .map(QdiscParent::Class)
-            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -337,26 +337,25 @@ impl fmt::Display for FilterHandle {
     }
 }
 
-impl Serialize for FilterHandle {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
+/// A u32 handle that is not `htid:hash:node` in hexadecimal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid u32 handle {0:?}; expected htid:hash:node in hexadecimal, e.g. 800::5")]
+pub struct BadFilterHandle(pub String);
 
-impl<'de> Deserialize<'de> for FilterHandle {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FilterHandle, D::Error> {
-        let s = String::deserialize(d)?;
-        let bad = || serde::de::Error::custom(format!("invalid u32 handle {s:?}"));
-        let parts: Vec<&str> = s.split(':').collect();
-        let [h, b, n] = parts[..] else {
-            return Err(bad());
-        };
+impl FromStr for FilterHandle {
+    type Err = BadFilterHandle;
+    fn from_str(s: &str) -> Result<FilterHandle, BadFilterHandle> {
+        let bad = || BadFilterHandle(s.to_string());
         let num = |t: &str| {
             if t.is_empty() {
                 Ok(0)
             } else {
                 u32::from_str_radix(t, 16).map_err(|_| bad())
             }
+        };
+        let parts: Vec<&str> = s.split(':').collect();
+        let [h, b, n] = parts[..] else {
+            return Err(bad());
         };
         Ok(FilterHandle(
             (num(h)? << 20) | ((num(b)? & 0xff) << 12) | (num(n)? & 0xfff),

@@ -12,13 +12,15 @@
 //! allow for.
 
 use crate::admission::AdmissionExperimentError;
-use crate::admission::{build_run, characterize, check, run_seed, AdmissionConfig, Characterized};
+use crate::admission::{
+    build_run, characterize, check, run_seed, works, AdmissionConfig, Characterized, Run,
+};
 use crate::par_map;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tailbound_admission::{Admission, Policy};
 use tailbound_dataplane::probe::Control;
-use tailbound_sim::{packetization_allowance_s, ETHERNET_MTU};
+use tailbound_model::ETHERNET_MTU_BYTES;
 use tailbound_testbed::run::{Input, RunOptions};
 use tailbound_testbed::{AggressorSpec, TestbedReport};
 
@@ -214,15 +216,18 @@ pub fn run(
     let mut runs = Vec::with_capacity(a.runs);
     for r in 0..a.runs {
         let seed = run_seed(a, r);
-        let (scenario, requests, _) = build_run(a, &traces, seed)?;
-        let mut engine = Admission::new(&scenario.network, cfg.policy)?
+        let Run {
+            network, requests, ..
+        } = build_run(a, &traces, seed)?;
+        let works = works(&network);
+        let mut engine = Admission::new(&network, cfg.policy)?
             .with_excess(a.excess)
-            .with_packetization(packetization_allowance_s(&scenario, ETHERNET_MTU))?;
-        for t in 0..scenario.network.tenants.len() {
+            .with_mtu(Some(ETHERNET_MTU_BYTES));
+        for t in 0..network.tenants.len() {
             engine.arrive(t)?;
         }
         let decisions = engine.decisions();
-        let mut bounds = vec![None; scenario.network.tenants.len()];
+        let mut bounds = vec![None; network.tenants.len()];
         for b in engine.bounds()? {
             bounds[b.tenant] = b.total.seconds();
         }
@@ -230,7 +235,8 @@ pub fn run(
         progress(TestbedProgress::Decided { run: r, admitted });
         let input = Input {
             name: format!("admission run {r} (seed {seed})"),
-            scenario: &scenario,
+            network: &network,
+            works: &works,
             decisions: &decisions,
             requests: &requests,
             bounds: &bounds,
@@ -270,7 +276,7 @@ pub fn run(
         runs.push(TestbedRun {
             run: r,
             seed,
-            drawn: scenario.network.tenants.len(),
+            drawn: network.tenants.len(),
             admitted,
             modes,
         });

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use tailbound_dataplane::netns::{self, Lan};
 use tailbound_dataplane::tc::{Enforcer, Target};
 use tailbound_enforce_plan::{link_plan, plan, HostMap, PlanOptions, PriorAllocations};
-use tailbound_model::{Decisions, RateLimit, TenantDecision};
+use tailbound_model::{Bucket, Decisions, RateLimit, TenantDecision};
 
 /// Where the enforcer's records of every testbed live.
 pub const RECORDS_DIR: &str = "/run/tailbound/enforce";
@@ -166,8 +166,10 @@ pub fn decisions(topology: &Topology) -> Decisions {
                     .map(|l| RateLimit {
                         flow: l.flow.clone(),
                         stage: l.stage,
-                        rate: l.rate_bytes_per_s,
-                        burst: l.burst_bytes,
+                        bucket: Bucket {
+                            rate: l.rate_bytes_per_s,
+                            burst: l.burst_bytes,
+                        },
                     })
                     .collect(),
             })

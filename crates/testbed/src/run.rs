@@ -10,17 +10,19 @@ use crate::topology::{Topology, TopologyOptions};
 use crate::TestbedError;
 use std::sync::Arc;
 use std::time::Duration;
+use tailbound_curves::WorkFunction;
 use tailbound_dataplane::probe::Control;
 use tailbound_dataplane::replay::ReplayOptions;
-use tailbound_model::{Decisions, Request};
-use tailbound_scenario::Scenario;
-use tailbound_sim::{Plan, Replay, Service, SimResult};
+use tailbound_model::{Decisions, Network, Request};
+use tailbound_sim::{Plan, Replay, SimResult, Transmission};
 
 /// What to run.
 pub struct Input<'a> {
     /// the scenario's name, for the report
     pub name: String,
-    pub scenario: &'a Scenario,
+    pub network: &'a Network,
+    /// the simulator's work function per network flow (`Scenario::works`)
+    pub works: &'a [&'a dyn WorkFunction],
     pub decisions: &'a Decisions,
     /// the requests to replay, one list per scenario tenant (sorted by arrival)
     pub requests: &'a [Vec<Request>],
@@ -81,14 +83,14 @@ pub struct Prepared {
 
 /// Topology, schedule and capacity check of `input` (no I/O but reading the machine's size).
 pub fn prepare(input: &Input<'_>, opts: &RunOptions) -> Result<Prepared, TestbedError> {
-    if input.requests.len() != input.scenario.network.tenants.len() {
+    if input.requests.len() != input.network.tenants.len() {
         return Err(TestbedError::Input(format!(
             "{} request lists for {} tenants",
             input.requests.len(),
-            input.scenario.network.tenants.len()
+            input.network.tenants.len()
         )));
     }
-    let topology = Topology::build(input.scenario, input.decisions, &opts.topology)?;
+    let topology = Topology::build(input.network, input.decisions, &opts.topology)?;
     let schedule = Schedule::build(&topology, input.requests, opts.window_s, opts.duration_s)?;
     let load = capacity::check(&topology, &schedule, &Machine::detect(), &opts.budget)?;
     Ok(Prepared {
@@ -117,15 +119,20 @@ pub fn sizes(p: &Prepared) -> Vec<(usize, Vec<u32>)> {
 
 /// The simulator on the requests the testbed replays, under the same decisions.
 pub fn simulate(
-    scenario: &Scenario,
-    decisions: &Decisions,
+    input: &Input<'_>,
     schedule: &Schedule,
     window_s: f64,
 ) -> Result<SimResult, TestbedError> {
-    let plan = Plan::from_decisions(scenario, decisions).map_err(TestbedError::Decisions)?;
-    Replay::with_requests(scenario, schedule.replayed.clone())
-        .run(&plan, Service::default(), window_s)
-        .map_err(TestbedError::Sim)
+    let plan =
+        Plan::from_decisions(input.network, input.decisions).map_err(TestbedError::Decisions)?;
+    Replay::new(
+        input.network,
+        schedule.replayed.clone(),
+        input.works.to_vec(),
+    )
+    .map_err(TestbedError::Sim)?
+    .run(&plan, Transmission::default(), window_s)
+    .map_err(TestbedError::Sim)
 }
 
 /// Runs `input` on a testbed built for it and reports; see the module docs. `ctl` stops the
@@ -153,7 +160,7 @@ pub fn run(
     let enforced = bed.enforced();
     drop(bed);
     progress(Step::Simulating);
-    let sim = simulate(input.scenario, input.decisions, &p.schedule, opts.window_s)?;
+    let sim = simulate(input, &p.schedule, opts.window_s)?;
     let ctx = report::Context {
         scenario: input.name.clone(),
         policy: input.decisions.policy.clone(),

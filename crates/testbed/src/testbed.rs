@@ -473,7 +473,9 @@ fn root_drops(ns: &str, dev: &str) -> u64 {
         return 0;
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines().skip_while(|l| !(l.starts_with("qdisc") && l.contains(" root ")));
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !(l.starts_with("qdisc") && l.contains(" root ")));
     lines
         .find_map(|l| {
             l.split_once("(dropped ")

@@ -23,7 +23,6 @@ use std::str::FromStr;
 use tailbound_dataplane::netns;
 use tailbound_enforce_plan::{tos_for_priority, MAX_PRIORITY};
 use tailbound_model::{Decisions, Excess, Network, Stage};
-use tailbound_scenario::Scenario;
 use tailbound_sim::Plan;
 
 /// memcached's port on every server host.
@@ -184,106 +183,72 @@ pub struct Topology {
     pub aggressor: Option<Aggressor>,
 }
 
-/// The link rate of scenario host `name`: the rate of its out queue [bytes/s].
-fn link_rate(net: &Network, name: &str) -> Option<f64> {
-    let out = format!("{name}-out");
-    net.queues.iter().find(|q| q.name == out).map(|q| q.rate)
-}
-
-/// The scenario hosts in the order of their queues.
-fn host_order(net: &Network) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    let mut order = Vec::new();
-    for q in &net.queues {
-        if let Some(h) = q.name.strip_suffix("-out") {
-            if seen.insert(h.to_string()) {
-                order.push(h.to_string());
-            }
-        }
-    }
-    order
-}
-
 impl Topology {
-    /// The topology of `scenario`'s admitted tenants under `decisions`.
+    /// The topology of `network`'s admitted tenants under `decisions`.
     pub fn build(
-        scenario: &Scenario,
+        net: &Network,
         decisions: &Decisions,
         opts: &TopologyOptions,
     ) -> Result<Topology, TestbedError> {
         check_scale(opts.scale)?;
-        let net = &scenario.network;
-        let plan = Plan::from_decisions(scenario, decisions).map_err(TestbedError::Decisions)?;
+        let plan = Plan::from_decisions(net, decisions).map_err(TestbedError::Decisions)?;
         if plan.tenants.is_empty() {
             return Err(TestbedError::Input(
                 "the decisions admit no tenant; nothing to replay on the testbed".into(),
             ));
         }
-        // hosts of each running tenant, moved to its decided server
+        // network hosts of each running tenant, moved to its decided server
         let mut ends = Vec::with_capacity(plan.tenants.len());
         for &ti in &plan.tenants {
             let spec = &net.tenants[ti];
-            let hosts = scenario.hosts[ti].as_ref().ok_or_else(|| {
+            let hosts = spec.hosts.ok_or_else(|| {
                 TestbedError::Input(format!(
                     "tenant {:?} has no client and server hosts (an SNC-Meister model config); \
                      the testbed needs a scenario that names its hosts",
                     spec.name
                 ))
             })?;
-            if let Some(f) = spec.flows.iter().find(|&&f| {
-                scenario.flows[f]
-                    .as_ref()
-                    .is_some_and(|s| s.stage == Stage::Storage)
-            }) {
+            if let Some(&f) = spec
+                .flows
+                .iter()
+                .find(|&&f| net.flows[f].stage == Stage::Storage)
+            {
                 return Err(TestbedError::Input(format!(
                     "tenant {:?} crosses storage (flow {:?}); the testbed's memcached serves \
                      from memory and has no storage stage: remove `storage = true` from the \
                      tenant or check it in the simulator",
-                    spec.name, net.flows[*f].name
+                    spec.name, net.flows[f].name
                 )));
             }
-            let server = plan.servers[ti]
-                .clone()
-                .unwrap_or_else(|| hosts.server.clone());
-            ends.push((hosts.client.clone(), server));
+            ends.push((hosts.client, plan.servers[ti].unwrap_or(hosts.server)));
         }
-        let order = host_order(net);
-        let used: BTreeSet<&str> = ends
-            .iter()
-            .flat_map(|(c, s)| [c.as_str(), s.as_str()])
-            .collect();
+        let used: BTreeSet<usize> = ends.iter().flat_map(|&(c, s)| [c, s]).collect();
         let mut hosts: Vec<Host> = Vec::new();
-        for name in order.iter().filter(|h| used.contains(h.as_str())) {
-            let rate = link_rate(net, name).ok_or_else(|| {
-                TestbedError::Input(format!("host {name:?} has no link in the scenario"))
+        let mut index = vec![None; net.hosts.len()];
+        for &nh in &used {
+            let host = net.hosts.get(nh).ok_or_else(|| {
+                TestbedError::Input(format!(
+                    "a tenant runs on host {nh}, which the network does not have"
+                ))
             })?;
             let i = hosts.len();
+            index[nh] = Some(i);
             hosts.push(Host {
-                name: name.clone(),
+                name: host.name.clone(),
                 label: format!("h{i}"),
                 ip: netns::host_ip(i).ok_or(TestbedError::TooManyHosts {
                     hosts: used.len() + 1,
                     max: netns::MAX_HOSTS,
                 })?,
-                rate_bytes_per_s: rate * opts.scale,
+                rate_bytes_per_s: net.queues[host.egress].rate * opts.scale,
                 server: false,
                 client: false,
             });
         }
-        let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
-        let index = |name: &str| names.iter().position(|h| h == name);
-        if let Some((c, s)) = ends
-            .iter()
-            .find(|(c, s)| index(c).is_none() || index(s).is_none())
-        {
-            return Err(TestbedError::Input(format!(
-                "a tenant runs between hosts {c:?} and {s:?}, which are not both hosts of the \
-                 scenario (with links)"
-            )));
-        }
         // priorities as the simulator derives them: the decisions', else the dense rank of
         // the SLO among the running tenants
         let running = Network {
+            hosts: Vec::new(),
             queues: Vec::new(),
             flows: Vec::new(),
             tenants: plan
@@ -302,7 +267,7 @@ impl Topology {
         let mut tenants = Vec::with_capacity(plan.tenants.len());
         for (k, (&ti, (c, s))) in plan.tenants.iter().zip(&ends).enumerate() {
             let spec = &net.tenants[ti];
-            let (client, server) = (index(c).unwrap_or(0), index(s).unwrap_or(0));
+            let (client, server) = (index[*c].unwrap_or(0), index[*s].unwrap_or(0));
             hosts[client].client = true;
             hosts[server].server = true;
             let address = netns::extra_ip(k).ok_or_else(|| {
@@ -314,7 +279,7 @@ impl Topology {
             })?;
             let mut limits = Vec::new();
             for &f in &spec.flows {
-                let stage = scenario.flows[f].as_ref().map_or(Stage::NetIn, |s| s.stage);
+                let stage = net.flows[f].stage;
                 for b in plan.shapers.get(&f).into_iter().flatten() {
                     limits.push(Limit {
                         flow: net.flows[f].name.clone(),
@@ -434,7 +399,7 @@ fn add_aggressor(
 mod tests {
     use super::*;
     use std::path::Path;
-    use tailbound_model::{Excess, RateLimit, TenantDecision};
+    use tailbound_model::{Bucket, Excess, RateLimit, TenantDecision};
 
     /// Three hosts, three tenants: web and kv from client1 to server1, batch from client1 to
     /// server2; server3 unused.
@@ -470,8 +435,10 @@ slo = "20ms"
 model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "fixed", bytes = 1024 }, read_fraction = 0.5, duration_s = 10, vocabulary = "key_value" }
 "#;
 
-    fn scenario() -> Scenario {
-        tailbound_scenario::own::parse_toml(Path::new("t.toml"), SCENARIO).unwrap()
+    fn scenario() -> Network {
+        tailbound_scenario::own::parse_toml(Path::new("t.toml"), SCENARIO)
+            .unwrap()
+            .network
     }
 
     fn decide(admitted: &[&str]) -> Decisions {
@@ -534,8 +501,10 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
         d.tenants[0].limits = vec![RateLimit {
             flow: "web-req".into(),
             stage: Stage::NetIn,
-            rate: 1e6,
-            burst: 3000.0,
+            bucket: Bucket {
+                rate: 1e6,
+                burst: 3000.0,
+            },
         }];
         let t = Topology::build(&scenario(), &d, &opts(0.5)).unwrap();
         assert_eq!(t.hosts[t.tenants[1].server].name, "server2");
@@ -604,7 +573,7 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
             )
             .replacen("slo = \"20ms\"\n", "slo = \"20ms\"\nstorage = true\n", 1);
         let s = tailbound_scenario::own::parse_toml(Path::new("t.toml"), &text).unwrap();
-        let e = Topology::build(&s, &decide(&["web"]), &opts(1.0)).unwrap_err();
+        let e = Topology::build(&s.network, &decide(&["web"]), &opts(1.0)).unwrap_err();
         assert!(e.to_string().contains("crosses storage"), "{e}");
     }
 
@@ -639,7 +608,7 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
                 })
                 .collect(),
         };
-        let e = Topology::build(&s, &d, &opts(1.0)).unwrap_err();
+        let e = Topology::build(&s.network, &d, &opts(1.0)).unwrap_err();
         assert!(
             matches!(e, TestbedError::TooManyHosts { max, .. } if max == netns::MAX_HOSTS),
             "{e}"

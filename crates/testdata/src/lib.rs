@@ -1,5 +1,6 @@
 //! Where the test data lives: `shared/` beside the repository, holding the production traces
-//! (`traces/msr-production/`) and the original tools' outputs (`reference/`).
+//! (`traces/msr-production/`) and the original tools' outputs (`reference/`); and the small
+//! helpers tests of several crates share (root-only tests, decisions to enforce).
 //!
 //! Only tests, benches and examples depend on this crate. The data is not committed to the
 //! project; it is present on every developer machine and in CI. Functions panic with a message
@@ -35,16 +36,35 @@ pub fn production(name: &str) -> PathBuf {
     production_dir().join(name)
 }
 
-/// Every production trace, sorted by name.
-pub fn production_traces() -> Vec<PathBuf> {
-    let dir = production_dir();
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    v.sort();
-    v
+/// Whether a test that needs root and iproute2 (network namespaces, tc) can run here. When it
+/// cannot, it prints why and the test returns early, except under `CI=true`, where CI runs as
+/// root and such a skip would hide a failure: there it panics.
+pub fn root_or_skip(what: &str) -> bool {
+    let root = effective_uid() == Some(0);
+    let ip = std::process::Command::new("ip")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if root && ip {
+        return true;
+    }
+    let why = if root {
+        "iproute2 (`ip`) is not installed"
+    } else {
+        "it needs root"
+    };
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{what}: {why}, and under CI=true a skipped root test is a failure");
+    }
+    eprintln!("skipped: {what}: {why}");
+    false
+}
+
+/// The effective user id of this process, from `/proc/self/status`.
+fn effective_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The original tools' outputs (`shared/reference/`).
@@ -52,11 +72,50 @@ pub fn reference_dir() -> PathBuf {
     shared_dir().join("reference")
 }
 
+/// A tenant's decision for tests: admitted at `priority`, one token bucket per
+/// `(stage, rate [bytes/s], burst [bytes])`, on flow `<name>-<stage>`.
+pub fn tenant_decision(
+    name: &str,
+    priority: u32,
+    limits: &[(tailbound_model::Stage, f64, f64)],
+) -> tailbound_model::TenantDecision {
+    tailbound_model::TenantDecision {
+        name: name.into(),
+        admitted: true,
+        priority: Some(priority),
+        server: None,
+        limits: limits
+            .iter()
+            .map(|&(stage, rate, burst)| tailbound_model::RateLimit {
+                flow: format!("{name}-{stage}"),
+                stage,
+                bucket: tailbound_model::Bucket::new(rate, burst),
+            })
+            .collect(),
+    }
+}
+
+/// Decisions of a test policy over `tenants`.
+pub fn decisions(
+    tenants: Vec<tailbound_model::TenantDecision>,
+    excess: tailbound_model::Excess,
+) -> tailbound_model::Decisions {
+    tailbound_model::Decisions {
+        policy: "test".into(),
+        tenants,
+        excess,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
-    fn finds_the_42_production_traces() {
-        assert_eq!(super::production_traces().len(), 42);
+    fn reads_the_effective_uid() {
+        assert!(super::effective_uid().is_some());
+    }
+
+    #[test]
+    fn finds_the_production_traces() {
         assert!(super::production("trace0000.csv").is_file());
     }
 }

@@ -2,7 +2,7 @@
 //! replayed on the real testbed, with and without enforcement and an aggressor, beside the
 //! simulator and the bounds.
 
-use super::{duration_arg, progress, ExperimentOutput};
+use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
 use clap::Args;
@@ -11,7 +11,7 @@ use tailbound_experiments::admission::AdmissionConfig;
 use tailbound_experiments::admission_testbed::{
     run as run_experiment, Mode, TestbedConfig, TestbedExperiment, TestbedProgress,
 };
-use tailbound_model::units::format_duration_s;
+use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_plot::{Chart, Figure, Scale, Series};
 use tailbound_testbed::AggressorSpec;
 
@@ -27,8 +27,8 @@ pub struct TestbedArgs {
     #[arg(long, default_value_t = 0.2, requires = "testbed")]
     pub scale: f64,
     /// testbed: replay only this much of each held-out half (trace time), e.g. 30s
-    #[arg(long, value_parser = duration_arg, requires = "testbed")]
-    pub duration: Option<f64>,
+    #[arg(long, requires = "testbed")]
+    pub duration: Option<Seconds>,
     /// testbed: the tenant that ignores admission: udp, tcp or memcached, optionally @SERVER
     #[arg(long, default_value = "udp", value_parser = aggressor_arg, requires = "testbed")]
     pub aggressor: AggressorSpec,
@@ -75,7 +75,7 @@ pub fn run(
     cfg.admission = admission;
     cfg.policy = policy;
     cfg.scale = a.scale;
-    cfg.duration_s = a.duration;
+    cfg.duration_s = a.duration.map(|d| d.0);
     cfg.aggressor = a.aggressor.clone();
     cfg.memcached = a.memcached.clone();
     if !a.modes.is_empty() {
@@ -161,7 +161,11 @@ fn table(r: &TestbedExperiment) -> String {
                     ratio(rep.comparison.median),
                     format!("{:.0} %", rep.machine.cpu_share * 100.0),
                     format_duration_s(rep.machine.send_late_p99_s),
-                    rep.hosts.iter().map(|h| h.counters.retransmits).sum::<u64>().to_string(),
+                    rep.hosts
+                        .iter()
+                        .map(|h| h.counters.retransmits)
+                        .sum::<u64>()
+                        .to_string(),
                     rep.hosts
                         .iter()
                         .map(|h| h.counters.drops_out + h.counters.drops_in)

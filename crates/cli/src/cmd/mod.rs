@@ -6,6 +6,7 @@ pub mod alloc;
 pub mod bound;
 pub mod curve;
 pub mod demo;
+pub mod enforce;
 pub mod experiment;
 pub mod experiment_admission;
 pub mod experiment_admission_testbed;
@@ -103,16 +104,6 @@ pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
         bar.set_prefix(what.to_string());
     }
     bar
-}
-
-/// clap value parser for a duration such as `20ms` or `1s` [s].
-pub fn duration_arg(s: &str) -> Result<f64, String> {
-    tailbound_model::units::parse_duration_s(s).map_err(|e| e.to_string())
-}
-
-/// clap value parser for a rate such as `1Gbit` or `100MB/s` [bytes/s].
-pub fn rate_arg(s: &str) -> Result<f64, String> {
-    tailbound_model::units::parse_rate_bytes_per_s(s).map_err(|e| e.to_string())
 }
 
 /// A file name for messages: the path as given.

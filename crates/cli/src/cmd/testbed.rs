@@ -2,9 +2,8 @@
 //! memcached, open-loop replay clients, enforcement), reported beside the simulator and the
 //! bound; or a testbed left up for other tools, and taken down.
 
-use super::admit::PolicyArg;
 use super::simulate::read_decisions;
-use super::{display_name, duration_arg, print_json, write_svg};
+use super::{display_name, print_json, write_svg};
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
@@ -16,11 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tailbound_admission::{Admission, Policy};
 use tailbound_dataplane::probe::Control;
-use tailbound_model::units::format_duration_s;
+use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_model::{Decisions, Request};
 use tailbound_plot::{Chart, Figure, Scale, Series};
-use tailbound_scenario::Scenario;
-use tailbound_sim::{packetization_allowance_s, Replay, ReplayPart, ETHERNET_MTU};
+use tailbound_scenario::{Part, Scenario};
 use tailbound_testbed::run::Step;
 use tailbound_testbed::state::{self, DEFAULT_NAME};
 use tailbound_testbed::{AggressorSpec, Input, RunOptions, TestbedReport};
@@ -43,8 +41,8 @@ pub struct BuildArgs {
     /// scenario: tailbound's own (TOML/JSON) or SNC-Meister's topology JSON (with traces)
     pub scenario: PathBuf,
     /// decide with this admission policy, tenants in file order (ignored with --decisions)
-    #[arg(long, value_enum, default_value_t = PolicyArg::SncMeister)]
-    pub policy: PolicyArg,
+    #[arg(long, default_value = "snc-meister")]
+    pub policy: Policy,
     /// a policy's decisions (JSON from `tailbound admit`/`place`) instead of deciding here;
     /// the report then has no bounds
     #[arg(long)]
@@ -75,15 +73,15 @@ pub struct RunArgs {
     pub build: BuildArgs,
     /// replay only this much of each held-out half (trace time from the first arrival),
     /// e.g. 60s; default all of it
-    #[arg(long, value_parser = duration_arg)]
-    pub duration: Option<f64>,
+    #[arg(long)]
+    pub duration: Option<Seconds>,
     /// length of the SLO-check windows (trace time)
-    #[arg(long, default_value = "180s", value_parser = duration_arg)]
-    pub window: f64,
+    #[arg(long, default_value = "180s")]
+    pub window: Seconds,
     /// a request not answered this long after it was due has timed out (real time);
     /// default 10 × the largest SLO ÷ scale, at least 5 s
-    #[arg(long, value_parser = duration_arg)]
-    pub timeout: Option<f64>,
+    #[arg(long)]
+    pub timeout: Option<Seconds>,
     /// most connections per tenant
     #[arg(long, default_value_t = 256)]
     pub max_connections: usize,
@@ -145,11 +143,11 @@ fn load(b: &BuildArgs) -> anyhow::Result<Loaded> {
     let n = scenario.network.tenants.len();
     let (decisions, bounds) = match &b.decisions {
         Some(path) => (read_decisions(path)?, vec![None; n]),
-        None => decide(&scenario, b.policy.into())?,
+        None => decide(&scenario, b.policy)?,
     };
-    let replay = Replay::load(&scenario, ReplayPart::SecondHalf)
+    let requests = scenario
+        .requests(Part::SecondHalf)
         .with_context(|| format!("cannot replay {}", b.scenario.display()))?;
-    let requests = (0..n).map(|i| replay.requests(i).to_vec()).collect();
     Ok(Loaded {
         scenario,
         decisions,
@@ -162,8 +160,8 @@ fn load(b: &BuildArgs) -> anyhow::Result<Loaded> {
 /// every admitted tenant's final bound.
 fn decide(scenario: &Scenario, policy: Policy) -> anyhow::Result<(Decisions, Vec<Option<f64>>)> {
     let net = &scenario.network;
-    let mut engine = Admission::new(net, policy)?
-        .with_packetization(packetization_allowance_s(scenario, ETHERNET_MTU))?;
+    // the bounds cover Ethernet packets (what the simulator replays)
+    let mut engine = Admission::new(net, policy)?;
     for (i, t) in net.tenants.iter().enumerate() {
         engine
             .arrive(i)
@@ -189,13 +187,15 @@ fn options(b: &BuildArgs) -> RunOptions {
 fn run_run(a: RunArgs) -> anyhow::Result<Outcome> {
     let l = load(&a.build)?;
     let mut opts = options(&a.build);
-    opts.window_s = a.window;
-    opts.duration_s = a.duration;
-    opts.timeout_s = a.timeout;
+    opts.window_s = a.window.0;
+    opts.duration_s = a.duration.map(|d| d.0);
+    opts.timeout_s = a.timeout.map(|t| t.0);
     opts.max_connections = a.max_connections;
+    let works = l.scenario.works();
     let input = Input {
         name: display_name(&a.build.scenario),
-        scenario: &l.scenario,
+        network: &l.scenario.network,
+        works: &works,
         decisions: &l.decisions,
         requests: &l.requests,
         bounds: &l.bounds,
@@ -221,9 +221,11 @@ fn run_run(a: RunArgs) -> anyhow::Result<Outcome> {
 
 fn run_up(a: UpArgs) -> anyhow::Result<Outcome> {
     let l = load(&a.build)?;
+    let works = l.scenario.works();
     let input = Input {
         name: display_name(&a.build.scenario),
-        scenario: &l.scenario,
+        network: &l.scenario.network,
+        works: &works,
         decisions: &l.decisions,
         requests: &l.requests,
         bounds: &l.bounds,

@@ -115,6 +115,8 @@ struct Step<'a> {
     desired: TcState,
     /// the record to write when the host succeeds (`None`: delete it)
     record: Option<Record>,
+    /// the record as it was (unchanged records are not written again)
+    previous: Option<Record>,
 }
 
 /// How a failed change ended.
@@ -165,7 +167,7 @@ impl Enforcer {
         for h in map
             .hosts
             .iter()
-            .filter(|h| host.map_or(true, |n| n == h.name))
+            .filter(|h| host.is_none_or(|n| n == h.name))
         {
             for i in &h.interfaces {
                 let Some(rec) = self.records.load(&h.name, &i.name)? else {
@@ -226,12 +228,12 @@ impl Enforcer {
         plan: &InterfacePlan,
     ) -> Result<Step<'a>, TcError> {
         let (before, identity) = read(target)?;
-        let record = self
+        let previous = self
             .records
             .load(target.host, target.interface)?
             .filter(|r| r.identity == identity);
-        let original = match record {
-            Some(r) => r.original,
+        let original = match &previous {
+            Some(r) => r.original.clone(),
             None => {
                 check_restorable(target, &before)?;
                 before.clone()
@@ -248,6 +250,7 @@ impl Enforcer {
                 original,
                 plan.allocation.clone(),
             )),
+            previous,
         })
     }
 
@@ -336,8 +339,9 @@ impl Enforcer {
             steps.push(Step {
                 target,
                 before,
-                desired: rec.original,
+                desired: rec.original.clone(),
                 record: None,
+                previous: Some(rec),
             });
         }
         let mut reports = self.transition(steps)?;
@@ -386,7 +390,7 @@ impl Enforcer {
         // the host is at the plan: now the records say so
         for s in &steps {
             match &s.record {
-                Some(r) => self.records.save(r)?,
+                Some(r) => self.records.save(r, s.previous.as_ref())?,
                 None => self.records.delete(s.target.host, s.target.interface)?,
             }
         }
@@ -465,19 +469,27 @@ impl Enforcer {
             commands = lines.len(),
             "tc -batch"
         );
-        batch::run(&self.tc, t.netns, &lines, BATCH_LIMIT).map_err(|e| match e {
+        // spawned from a thread inside the namespace, tc inherits it: no `tc -n`, which
+        // unshares a mount namespace and remounts /sys for every call
+        let outcome = in_netns(t, || Ok(batch::run(&self.tc, None, &lines, BATCH_LIMIT)))?;
+        outcome.map_err(|e| match e {
             batch::BatchError::Spawn(source) => TcError::Spawn {
                 program: self.tc.display().to_string(),
                 source,
             },
-            batch::BatchError::Failed { line, message } => TcError::Failed {
+            batch::BatchError::Failed { line, mut message } => TcError::Failed {
                 host: t.host.into(),
                 interface: t.interface.into(),
                 command: line
                     .and_then(|l| lines.get(l.wrapping_sub(1)))
                     .cloned()
                     .unwrap_or_else(|| "-batch".into()),
-                message,
+                message: {
+                    if message.contains("Operation not permitted") {
+                        message.push_str(" (tc needs root: CAP_NET_ADMIN)");
+                    }
+                    message
+                },
                 state: String::new(),
             },
             batch::BatchError::Timeout(limit) => TcError::Timeout {
@@ -546,56 +558,57 @@ pub fn read_state(t: Target<'_>) -> Result<TcState, TcError> {
     read(t).map(|(s, _)| s)
 }
 
+/// What the kernel counted for every HTB class of one interface (bytes and packets sent,
+/// drops): how tests and operators see which class traffic went through.
+pub fn read_stats(t: Target<'_>) -> Result<Vec<netlink::ClassStats>, TcError> {
+    in_netns(t, || {
+        let ifindex = ifindex_here(t)?;
+        let sock = netlink::Socket::open().map_err(read_err(t))?;
+        netlink::read_stats(&sock, ifindex).map_err(read_err(t))
+    })
+}
+
 /// Reads an interface's state and identity.
 fn read(t: Target<'_>) -> Result<(TcState, Identity), TcError> {
     in_netns(t, || {
-        let name = CString::new(t.interface).map_err(|_| no_interface(t))?;
-        // SAFETY: a valid NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(no_interface(t));
-        }
-        let read_err = |source| TcError::Read {
-            host: t.host.into(),
-            interface: t.interface.into(),
-            source,
-        };
-        let sock = netlink::Socket::open().map_err(read_err)?;
-        let state = netlink::read(&sock, ifindex).map_err(read_err)?;
-        let netns_inode = std::fs::metadata("/proc/thread-self/ns/net")
-            .map(|m| m.ino())
-            .map_err(read_err)?;
-        Ok((
-            state,
-            Identity {
-                ifindex,
-                netns_inode,
-            },
-        ))
+        let ifindex = ifindex_here(t)?;
+        let sock = netlink::Socket::open().map_err(read_err(t))?;
+        let state = netlink::read(&sock, ifindex).map_err(read_err(t))?;
+        Ok((state, identity_here(t, ifindex)?))
     })
 }
 
 /// Where an interface is (its index and namespace), without reading its configuration.
 fn identity(t: Target<'_>) -> Result<Identity, TcError> {
-    in_netns(t, || {
-        let name = CString::new(t.interface).map_err(|_| no_interface(t))?;
-        // SAFETY: a valid NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(no_interface(t));
-        }
-        let netns_inode = std::fs::metadata("/proc/thread-self/ns/net")
-            .map(|m| m.ino())
-            .map_err(|source| TcError::Read {
-                host: t.host.into(),
-                interface: t.interface.into(),
-                source,
-            })?;
-        Ok(Identity {
-            ifindex,
-            netns_inode,
-        })
+    in_netns(t, || identity_here(t, ifindex_here(t)?))
+}
+
+/// The interface's index in the calling thread's namespace.
+fn ifindex_here(t: Target<'_>) -> Result<u32, TcError> {
+    let name = CString::new(t.interface).map_err(|_| no_interface(t))?;
+    // SAFETY: a valid NUL-terminated name.
+    match unsafe { libc::if_nametoindex(name.as_ptr()) } {
+        0 => Err(no_interface(t)),
+        i => Ok(i),
+    }
+}
+
+fn identity_here(t: Target<'_>, ifindex: u32) -> Result<Identity, TcError> {
+    let netns_inode = std::fs::metadata("/proc/thread-self/ns/net")
+        .map(|m| m.ino())
+        .map_err(read_err(t))?;
+    Ok(Identity {
+        ifindex,
+        netns_inode,
     })
+}
+
+fn read_err(t: Target<'_>) -> impl Fn(std::io::Error) -> TcError + '_ {
+    move |source| TcError::Read {
+        host: t.host.into(),
+        interface: t.interface.into(),
+        source,
+    }
 }
 
 fn no_interface(t: Target<'_>) -> TcError {
@@ -641,4 +654,19 @@ pub fn read_host_map(path: &Path) -> Result<HostMap, crate::error::HostMapFileEr
             source,
         })?;
     Ok(HostMap::parse(&text, &path.display().to_string())?)
+}
+
+/// From now on SIGINT, SIGTERM and SIGHUP only set the returned flag: a change in progress
+/// finishes (or rolls back) before the caller looks at it and stops. `tc` itself runs in its
+/// own process group, so a terminal's Ctrl-C does not reach it either.
+pub fn defer_signals() -> std::io::Result<Arc<std::sync::atomic::AtomicBool>> {
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(flag)
 }

@@ -68,6 +68,47 @@ pub fn read(sock: &Socket, ifindex: u32) -> io::Result<TcState> {
     Ok(state)
 }
 
+/// What the kernel counted for one class: everything it sent and dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClassStats {
+    pub id: ClassId,
+    /// [bytes]
+    pub bytes: u64,
+    pub packets: u32,
+    pub drops: u32,
+}
+
+/// The counters of every HTB class of interface `ifindex`.
+pub fn read_stats(sock: &Socket, ifindex: u32) -> io::Result<Vec<ClassStats>> {
+    Ok(sock
+        .dump(RTM_GETTCLASS, ifindex, 0)?
+        .iter()
+        .filter_map(|m| decode_stats(m, ifindex))
+        .collect())
+}
+
+const TCA_STATS2: u16 = 7;
+const TCA_STATS_BASIC: u16 = 1;
+const TCA_STATS_QUEUE: u16 = 3;
+
+/// A class's counters from an RTM_NEWTCLASS payload (struct gnet_stats_basic: bytes u64,
+/// packets u32; struct gnet_stats_queue: qlen, backlog, drops, ...).
+pub fn decode_stats(msg: &[u8], ifindex: u32) -> Option<ClassStats> {
+    let (ifi, handle, _, _) = tcmsg(msg)?;
+    if ifi != ifindex {
+        return None;
+    }
+    let list = attrs(&msg[TCMSG_LEN..]);
+    let stats = attrs(attr(&list, TCA_STATS2)?);
+    let basic = attr(&stats, TCA_STATS_BASIC)?;
+    Some(ClassStats {
+        id: ClassId::from_raw(handle),
+        bytes: u64_at(basic, 0),
+        packets: u32_at(basic, 8),
+        drops: attr(&stats, TCA_STATS_QUEUE).map_or(0, |q| u32_at(q, 8)),
+    })
+}
+
 /// An rtnetlink socket, in the network namespace of the thread that opened it.
 pub struct Socket {
     fd: OwnedFd,

@@ -2,9 +2,13 @@
 //! interface had before the first apply (what `remove` restores), the ids of the last applied
 //! plan (so the next plan keeps them), and which interface that was (its index and namespace
 //! inode: a namespace deleted and created again under the same name is another interface, and
-//! its record is stale). One JSON file per interface, `<dir>/<host>/<interface>.json`, written
-//! whole or not at all (temporary file, fsync, rename); a lock file beside it keeps two
-//! enforcers off one interface.
+//! its record is stale). Per interface, `<dir>/<host>/<interface>.json` holds the identity and
+//! the original configuration, written once per first apply and synced to disk (losing it
+//! would lose what `remove` restores); `<interface>.ids.json` holds the ids, rewritten when
+//! they change without waiting for the disk (ids lost in a crash cost a larger diff next time,
+//! never a wrong state: every apply diffs against what the kernel has). Both are written whole
+//! or not at all (temporary file, rename); a lock file beside them keeps two enforcers off one
+//! interface.
 
 use crate::error::TcError;
 use serde::{Deserialize, Serialize};
@@ -57,6 +61,25 @@ impl Record {
     }
 }
 
+/// The synced part of a record, as stored.
+#[derive(Deserialize)]
+struct Stored {
+    version: u32,
+    host: String,
+    interface: String,
+    identity: Identity,
+    original: TcState,
+}
+
+#[derive(Serialize)]
+struct StoredRef<'a> {
+    version: u32,
+    host: &'a str,
+    interface: &'a str,
+    identity: Identity,
+    original: &'a TcState,
+}
+
 /// The directory of records.
 #[derive(Debug, Clone)]
 pub struct Records {
@@ -76,6 +99,10 @@ impl Records {
         self.dir.join(host).join(format!("{interface}.json"))
     }
 
+    fn ids_path(&self, host: &str, interface: &str) -> PathBuf {
+        self.dir.join(host).join(format!("{interface}.ids.json"))
+    }
+
     /// The record of an interface, if any.
     pub fn load(&self, host: &str, interface: &str) -> Result<Option<Record>, TcError> {
         let path = self.path(host, interface);
@@ -90,41 +117,80 @@ impl Records {
                 })
             }
         };
-        let rec: Record = serde_json::from_str(&text).map_err(|e| TcError::BadRecord {
+        let main: Stored = serde_json::from_str(&text).map_err(|e| TcError::BadRecord {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        if rec.version != VERSION || rec.host != host || rec.interface != interface {
+        if main.version != VERSION || main.host != host || main.interface != interface {
             return Err(TcError::BadRecord {
                 path,
                 message: format!(
                     "version {} for host {:?} interface {:?}",
-                    rec.version, rec.host, rec.interface
+                    main.version, main.host, main.interface
                 ),
             });
         }
-        Ok(Some(rec))
+        let ids_path = self.ids_path(host, interface);
+        let allocation = match std::fs::read_to_string(&ids_path) {
+            Ok(t) => serde_json::from_str(&t).unwrap_or_else(|e| {
+                tracing::warn!(path = %ids_path.display(), error = %e, "unreadable ids; the next plan allocates afresh");
+                Allocation::default()
+            }),
+            Err(_) => Allocation::default(),
+        };
+        Ok(Some(Record {
+            version: main.version,
+            host: main.host,
+            interface: main.interface,
+            identity: main.identity,
+            original: main.original,
+            allocation,
+        }))
     }
 
-    /// Writes a record whole: a temporary file beside it, synced, renamed over it.
-    pub fn save(&self, rec: &Record) -> Result<(), TcError> {
-        let path = self.path(&rec.host, &rec.interface);
+    /// Writes what changed since `previous`: the identity and original configuration synced to
+    /// disk, the ids without waiting for it.
+    pub fn save(&self, rec: &Record, previous: Option<&Record>) -> Result<(), TcError> {
+        let same_main =
+            previous.is_some_and(|p| p.identity == rec.identity && p.original == rec.original);
+        if !same_main {
+            let main = StoredRef {
+                version: rec.version,
+                host: &rec.host,
+                interface: &rec.interface,
+                identity: rec.identity,
+                original: &rec.original,
+            };
+            self.write_whole(&self.path(&rec.host, &rec.interface), &main, true)?;
+        }
+        if !same_main || previous.is_some_and(|p| p.allocation != rec.allocation) {
+            let ids = self.ids_path(&rec.host, &rec.interface);
+            self.write_whole(&ids, &rec.allocation, false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `value` as JSON to `path` whole: a temporary file beside it (synced when asked),
+    /// renamed over it.
+    fn write_whole(&self, path: &Path, value: &impl Serialize, sync: bool) -> Result<(), TcError> {
         let err = |what, source| TcError::Record {
             what,
-            path: path.clone(),
+            path: path.to_path_buf(),
             source,
         };
         let dir = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(dir).map_err(|e| err("create the directory of", e))?;
-        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-        let text = serde_json::to_string_pretty(rec)
-            .map_err(|e| err("encode", std::io::Error::other(e)))?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let text =
+            serde_json::to_string(value).map_err(|e| err("encode", std::io::Error::other(e)))?;
         let write = || -> std::io::Result<()> {
             let mut f = File::create(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.write_all(b"\n")?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
+            if sync {
+                f.sync_all()?;
+            }
+            std::fs::rename(&tmp, path)
         };
         write().map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
@@ -134,16 +200,20 @@ impl Records {
 
     /// Forgets an interface.
     pub fn delete(&self, host: &str, interface: &str) -> Result<(), TcError> {
-        let path = self.path(host, interface);
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(TcError::Record {
-                what: "delete",
-                path,
-                source,
-            }),
+        for path in [self.path(host, interface), self.ids_path(host, interface)] {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(TcError::Record {
+                        what: "delete",
+                        path,
+                        source,
+                    })
+                }
+            }
         }
+        Ok(())
     }
 
     /// Takes the interface's lock, waiting up to `wait` for another enforcer to finish.
@@ -213,14 +283,18 @@ mod tests {
             TcState::default(),
             Allocation::default(),
         );
-        r.save(&rec).unwrap();
-        assert_eq!(r.load("h", "eth0").unwrap(), Some(rec));
-        // nothing but the record is left in its directory
-        let names: Vec<_> = std::fs::read_dir(dir.path().join("h"))
+        r.save(&rec, None).unwrap();
+        assert_eq!(r.load("h", "eth0").unwrap(), Some(rec.clone()));
+        // nothing but the record and its ids is left in its directory
+        let mut names: Vec<_> = std::fs::read_dir(dir.path().join("h"))
             .unwrap()
-            .map(|e| e.unwrap().file_name())
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("eth0.json")]);
+        names.sort();
+        assert_eq!(names, ["eth0.ids.json", "eth0.json"]);
+        // lost or broken ids only mean a fresh allocation
+        std::fs::write(dir.path().join("h/eth0.ids.json"), "{broken").unwrap();
+        assert_eq!(r.load("h", "eth0").unwrap(), Some(rec));
         std::fs::write(r.path("h", "eth0"), "{broken").unwrap();
         let e = r.load("h", "eth0").unwrap_err().to_string();
         assert!(e.contains("eth0.json") && e.contains("delete it"), "{e}");

@@ -5,4 +5,5 @@ mod loopback;
 mod memcache;
 mod netns;
 mod replay;
+mod shaping;
 mod tc;

@@ -9,23 +9,11 @@ use tailbound_dataplane::tc::{read_state, Enforcer, InterfaceReport, Target};
 use tailbound_dataplane::TcError;
 use tailbound_enforce_plan::state::ClassRole;
 use tailbound_enforce_plan::{diff, link_plan, plan, HostMap, Plan, PlanOptions};
-use tailbound_model::{Decisions, Excess, RateLimit, Stage, TenantDecision};
+use tailbound_model::{Decisions, Excess, Stage};
 
 /// Whether root-only tests can run; under CI=true they must.
 pub fn root_or_skip() -> bool {
-    // SAFETY: no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["ip", "tc"]
-        .iter()
-        .all(|p| Command::new(p).arg("-V").output().is_ok());
-    if root && tools {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("CI=true: this test needs root, ip and tc (iproute2); a skip would hide it");
-    }
-    eprintln!("skipped: needs root and iproute2");
-    false
+    tailbound_testdata::root_or_skip("tc enforcement")
 }
 
 pub fn two_hosts() -> TwoHosts {
@@ -50,31 +38,9 @@ pub fn host_map(h: &TwoHosts, tenants: usize, link: &str) -> HostMap {
     HostMap::parse(&s, "test.hosts.toml").expect("valid host map")
 }
 
-pub fn tenant(name: &str, priority: u32, limits: &[(Stage, f64, f64)]) -> TenantDecision {
-    TenantDecision {
-        name: name.into(),
-        admitted: true,
-        priority: Some(priority),
-        server: None,
-        limits: limits
-            .iter()
-            .map(|&(stage, rate, burst)| RateLimit {
-                flow: format!("{name}-{stage}"),
-                stage,
-                rate,
-                burst,
-            })
-            .collect(),
-    }
-}
+pub use tailbound_testdata::tenant_decision as tenant;
 
-pub fn decisions(tenants: Vec<TenantDecision>, excess: Excess) -> Decisions {
-    Decisions {
-        policy: "test".into(),
-        tenants,
-        excess,
-    }
-}
+pub use tailbound_testdata::decisions;
 
 /// Plans with the enforcer's records, as `tailbound enforce apply` does.
 pub fn plan_with(e: &Enforcer, d: &Decisions, m: &HostMap) -> Plan {
@@ -154,7 +120,7 @@ fn apply_reads_back_reapply_is_a_no_op_a_rate_changes_in_place_and_remove_restor
     assert!(apply_all(&e, &p2).iter().all(|r| r.changes == 0));
     // a rate changes in place: one `class change`
     let mut faster = d.clone();
-    faster.tenants[0].limits[0].rate = 1.5e6;
+    faster.tenants[0].limits[0].bucket.rate = 1.5e6;
     let p3 = plan_with(&e, &faster, &m);
     let r = apply_all(&e, &p3);
     assert_eq!(r[0].changes, 1, "{:?}", r[0].commands);

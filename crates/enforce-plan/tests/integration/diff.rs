@@ -62,7 +62,7 @@ fn the_same_plan_twice_changes_nothing_and_a_rate_is_changed_in_place() {
     assert_eq!(state(&p1, "client"), state(&p2, "client"));
     assert!(diff(&k.state, state(&p2, "client")).is_empty());
     let mut faster = d.clone();
-    faster.tenants[0].limits[0].rate = 2e6;
+    faster.tenants[0].limits[0].bucket.rate = 2e6;
     let p3 = plan_with(&faster, &prior_of(&p2));
     let ops = k.reach(state(&p3, "client")).unwrap();
     assert_eq!(ops.len(), 1, "{ops:?}");

@@ -7,7 +7,7 @@ mod planner;
 mod properties;
 
 use tailbound_enforce_plan::{HostMap, Plan, PlanOptions, PriorAllocations, TcState};
-use tailbound_model::{Decisions, Excess, RateLimit, Stage, TenantDecision};
+use tailbound_model::Decisions;
 
 /// Two end hosts and a switch; tenants t0..t9 run from `client` to `server`, each on its own
 /// server port.
@@ -52,38 +52,9 @@ pub fn map(tenants: usize) -> HostMap {
 }
 
 /// A tenant at `priority` with the given (stage, rate, burst) buckets.
-pub fn tenant(name: &str, priority: u32, limits: &[(Stage, f64, f64)]) -> TenantDecision {
-    TenantDecision {
-        name: name.into(),
-        admitted: true,
-        priority: Some(priority),
-        server: None,
-        limits: limits
-            .iter()
-            .map(|&(stage, rate, burst)| RateLimit {
-                flow: format!(
-                    "{name}-{}",
-                    match stage {
-                        Stage::NetIn => "req",
-                        Stage::Storage => "storage",
-                        Stage::NetOut => "resp",
-                    }
-                ),
-                stage,
-                rate,
-                burst,
-            })
-            .collect(),
-    }
-}
+pub use tailbound_testdata::tenant_decision as tenant;
 
-pub fn decisions(tenants: Vec<TenantDecision>, excess: Excess) -> Decisions {
-    Decisions {
-        policy: "test".into(),
-        tenants,
-        excess,
-    }
-}
+pub use tailbound_testdata::decisions;
 
 pub fn plan_of(d: &Decisions, m: &HostMap) -> Plan {
     tailbound_enforce_plan::plan(d, m, &PlanOptions::default(), &PriorAllocations::new())

@@ -65,7 +65,7 @@ fn every_flow_gets_a_leaf_at_its_level_with_its_bucket_and_a_filter() {
     );
     assert_eq!(leaf.parent, Some(level_class(client, 0).id));
     assert!(
-        matches!(&leaf.serves, Some(ClassRole::Flow { stage: Stage::NetIn, flow: Some(f), .. }) if f == "t0-req")
+        matches!(&leaf.serves, Some(ClassRole::Flow { stage: Stage::NetIn, flow: Some(f), .. }) if f == "t0-net-in")
     );
     let server = state(&p, "server");
     let resp = flow_class(server, "t0", 0);
@@ -308,6 +308,20 @@ fn bad_decisions_are_errors_that_name_the_value() {
     assert!(
         e.to_string().contains("200000000") && e.to_string().contains("125000000"),
         "{e}"
+    );
+    // a faster bucket beside a slower long-term one bounds bursts and is kept
+    let d2 = decisions(
+        vec![tenant(
+            "t0",
+            0,
+            &[(Stage::NetIn, 2e8, 1e3), (Stage::NetIn, 1e6, 1e5)],
+        )],
+        Excess::Wait,
+    );
+    let p = plan(&d2, &m, &none, &PriorAllocations::new()).unwrap();
+    assert_eq!(
+        flow_class(state(&p, "client"), "t0", 1).rate_bytes_per_s,
+        200_000_000
     );
     let d = decisions(
         vec![

@@ -5,21 +5,20 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use tailbound_dataplane::netns;
 use tailbound_model::{Decisions, Excess, Request, TenantDecision};
+use tailbound_scenario::Part;
 use tailbound_scenario::Scenario;
-use tailbound_sim::{Replay, ReplayPart};
 
 static TURN: Mutex<()> = Mutex::new(());
 
 /// The next test's turn, when this machine can run a testbed: root, iproute2 and memcached.
 /// Otherwise `None` after saying why ("skipped"), or a failure under `CI=true`.
 pub fn turn() -> Option<MutexGuard<'static, ()>> {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip").arg("-V").output().is_ok();
+    if !tailbound_testdata::root_or_skip("the testbed") {
+        return None;
+    }
     let memcached = Command::new("memcached").arg("-V").output().is_ok();
-    if !(root && ip && memcached) {
-        let why =
-            format!("the testbed needs root ({root}), iproute2 ({ip}) and memcached ({memcached})");
+    if !memcached {
+        let why = "the testbed needs memcached";
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
             "{why}; under CI=true this test must run (run as root; apt-get install -y iproute2 memcached)"
@@ -92,8 +91,5 @@ pub fn admit_all(s: &Scenario) -> Decisions {
 
 /// Each tenant's held-out half.
 pub fn requests(s: &Scenario) -> Vec<Vec<Request>> {
-    let r = Replay::load(s, ReplayPart::SecondHalf).unwrap();
-    (0..s.network.tenants.len())
-        .map(|i| r.requests(i).to_vec())
-        .collect()
+    s.requests(Part::SecondHalf).unwrap()
 }

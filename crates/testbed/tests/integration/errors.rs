@@ -15,9 +15,11 @@ fn memcached_missing_is_refused_before_anything_is_built() {
     let d = admit_all(&s);
     let reqs = requests(&s);
     let bounds = vec![None; 2];
+    let works = s.works();
     let input = Input {
         name: "small".into(),
-        scenario: &s,
+        network: &s.network,
+        works: &works,
         decisions: &d,
         requests: &reqs,
         bounds: &bounds,
@@ -43,9 +45,11 @@ fn a_port_in_use_is_named_and_the_failed_server_leaves_nothing() {
     let d = admit_all(&s);
     let reqs = requests(&s);
     let bounds = vec![None; 2];
+    let works = s.works();
     let input = Input {
         name: "small".into(),
-        scenario: &s,
+        network: &s.network,
+        works: &works,
         decisions: &d,
         requests: &reqs,
         bounds: &bounds,

@@ -12,9 +12,11 @@ fn up_leaves_a_recorded_testbed_and_down_removes_every_part() {
     let d = admit_all(&s);
     let reqs = requests(&s);
     let bounds = vec![None; 2];
+    let works = s.works();
     let input = Input {
         name: "small".into(),
-        scenario: &s,
+        network: &s.network,
+        works: &works,
         decisions: &d,
         requests: &reqs,
         bounds: &bounds,

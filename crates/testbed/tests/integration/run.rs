@@ -28,9 +28,11 @@ fn a_small_run_answers_every_request_and_leaves_nothing_behind() {
     let d = admit_all(&s);
     let reqs = requests(&s);
     let bounds = vec![None; 2];
+    let works = s.works();
     let input = Input {
         name: "small".into(),
-        scenario: &s,
+        network: &s.network,
+        works: &works,
         decisions: &d,
         requests: &reqs,
         bounds: &bounds,
@@ -133,9 +135,11 @@ fn the_whole_run_reports_testbed_and_simulator_per_tenant() {
     let d = admit_all(&s);
     let reqs = requests(&s);
     let bounds = vec![Some(0.001), None];
+    let works = s.works();
     let input = Input {
         name: "small".into(),
-        scenario: &s,
+        network: &s.network,
+        works: &works,
         decisions: &d,
         requests: &reqs,
         bounds: &bounds,
