@@ -389,6 +389,10 @@ impl TwoHosts {
     pub fn switch_ns(&self) -> Option<&str> {
         self.lan.switch_ns()
     }
+    /// The switch's port toward the server, when there is a bridge.
+    pub fn server_port(&self) -> Option<&str> {
+        self.lan.hosts[0].port.as_deref()
+    }
     /// The server's address (reachable from the client's namespace).
     pub fn server_ip(&self) -> IpAddr {
         IpAddr::V4(SERVER_IP)

@@ -4,8 +4,8 @@
 //!
 //! The replay's cost is dominated by requests (client task, memcached, kernel per exchange)
 //! and by bytes (copies through veth pairs, the bridge and HTB, MTU-sized packets). The
-//! budgets per core ([`Budget::MEASURED`]) come from `bench/testbed` on a 2-core machine; a
-//! testbed may use [`CPU_SHARE`] of the cores. Both rates fall linearly with the scale (the
+//! budgets per core ([`Budget::MEASURED`]) come from the CPU time testbed runs reported
+//! (`machine` in the report) on a 2-core machine; a testbed may use [`CPU_SHARE`] of the cores. Both rates fall linearly with the scale (the
 //! replay is slowed down 1/scale times), so the largest scale that fits is the current one
 //! times the ratio of the allowance to the need.
 
@@ -28,9 +28,10 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// Half of what `bench/testbed` measured on this project's 2-core machine (busy with
-    /// other builds): about 60 µs of client and server CPU per request and 8 ms per MB; the
-    /// other half is left for the kernel's packet work, which neither is charged with.
+    /// Half of what testbed runs' client and server CPU time (the report's `machine`) came to
+    /// on this project's 2-core machine (busy with other builds): about 60 µs per request and
+    /// 8 ms per MB; the other half is left for the kernel's packet work, which neither is
+    /// charged with.
     pub const MEASURED: Budget = Budget {
         requests_per_s: 8000.0,
         bytes_per_s: 60e6,

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tailbound_admission::{Admission, Policy};
+use tailbound_curves::WorkFunction;
 use tailbound_dataplane::probe::Control;
 use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_model::{Decisions, Request};
@@ -136,6 +137,20 @@ struct Loaded {
     requests: Vec<Vec<Request>>,
 }
 
+impl Loaded {
+    /// The run's input; `works` is `self.scenario.works()`.
+    fn input<'a>(&'a self, b: &BuildArgs, works: &'a [&'a dyn WorkFunction]) -> Input<'a> {
+        Input {
+            name: display_name(&b.scenario),
+            network: &self.scenario.network,
+            works,
+            decisions: &self.decisions,
+            requests: &self.requests,
+            bounds: &self.bounds,
+        }
+    }
+}
+
 fn load(b: &BuildArgs) -> anyhow::Result<Loaded> {
     tailbound_testbed::topology::check_scale(b.scale)?;
     let scenario = tailbound_scenario::load(&b.scenario)
@@ -192,14 +207,7 @@ fn run_run(a: RunArgs) -> anyhow::Result<Outcome> {
     opts.timeout_s = a.timeout.map(|t| t.0);
     opts.max_connections = a.max_connections;
     let works = l.scenario.works();
-    let input = Input {
-        name: display_name(&a.build.scenario),
-        network: &l.scenario.network,
-        works: &works,
-        decisions: &l.decisions,
-        requests: &l.requests,
-        bounds: &l.bounds,
-    };
+    let input = l.input(&a.build, &works);
     let bar = Bar::new(a.json);
     let report =
         tailbound_testbed::run(&input, &opts, &Arc::new(Control::new()), &|s| bar.step(s))?;
@@ -222,14 +230,7 @@ fn run_run(a: RunArgs) -> anyhow::Result<Outcome> {
 fn run_up(a: UpArgs) -> anyhow::Result<Outcome> {
     let l = load(&a.build)?;
     let works = l.scenario.works();
-    let input = Input {
-        name: display_name(&a.build.scenario),
-        network: &l.scenario.network,
-        works: &works,
-        decisions: &l.decisions,
-        requests: &l.requests,
-        bounds: &l.bounds,
-    };
+    let input = l.input(&a.build, &works);
     let s = state::up(&input, &options(&a.build), &a.name)?;
     if a.json {
         print_json(&s)?;

@@ -348,10 +348,11 @@ fn a_switch_port_sends_each_dscp_to_its_level_and_unmarked_packets_best_effort()
     })
     .unwrap();
     let sw = h.switch_ns().expect("a bridge").to_string();
+    let sw_port = h.server_port().expect("a bridge").to_string();
     let text = format!(
         "[[hosts]]\nname = \"client\"\nnetns = \"{}\"\n[[hosts.interfaces]]\nname = \"tb0\"\naddress = \"10.199.0.2\"\nlink = \"100Mbit\"\n\
          [[hosts]]\nname = \"server\"\nnetns = \"{}\"\n[[hosts.interfaces]]\nname = \"tb0\"\naddress = \"10.199.0.1\"\nlink = \"100Mbit\"\n\
-         [[hosts]]\nname = \"switch\"\nrole = \"switch\"\nnetns = \"{sw}\"\n[[hosts.interfaces]]\nname = \"tbs\"\nlink = \"100Mbit\"\n\
+         [[hosts]]\nname = \"switch\"\nrole = \"switch\"\nnetns = \"{sw}\"\n[[hosts.interfaces]]\nname = \"{sw_port}\"\nlink = \"100Mbit\"\n\
          [[tenants]]\nname = \"t0\"\nclient = {{ host = \"client\" }}\nserver = {{ host = \"server\", port = 7000 }}\n\
          [[tenants]]\nname = \"t1\"\nclient = {{ host = \"client\" }}\nserver = {{ host = \"server\", port = 7001 }}\n",
         h.client_ns(),
@@ -406,7 +407,7 @@ fn a_switch_port_sends_each_dscp_to_its_level_and_unmarked_packets_best_effort()
     let port = Target {
         host: "switch",
         netns: Some(&sw),
-        interface: "tbs",
+        interface: &sw_port,
     };
     let stats = tailbound_dataplane::tc::read_stats(port).unwrap();
     let sent = |id| stats.iter().find(|s| s.id == id).map_or(0, |s| s.packets);

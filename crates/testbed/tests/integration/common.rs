@@ -3,10 +3,12 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
+use tailbound_curves::WorkFunction;
 use tailbound_dataplane::netns;
 use tailbound_model::{Decisions, Excess, Request, TenantDecision};
 use tailbound_scenario::Part;
 use tailbound_scenario::Scenario;
+use tailbound_testbed::run::Input;
 
 static TURN: Mutex<()> = Mutex::new(());
 
@@ -92,4 +94,36 @@ pub fn admit_all(s: &Scenario) -> Decisions {
 /// Each tenant's held-out half.
 pub fn requests(s: &Scenario) -> Vec<Vec<Request>> {
     s.requests(Part::SecondHalf).unwrap()
+}
+
+/// The small scenario with every tenant admitted, its held-out halves and no bounds.
+pub struct Small {
+    pub scenario: Scenario,
+    pub decisions: Decisions,
+    pub requests: Vec<Vec<Request>>,
+    pub bounds: Vec<Option<f64>>,
+}
+
+impl Small {
+    pub fn new() -> Small {
+        let scenario = small();
+        Small {
+            decisions: admit_all(&scenario),
+            requests: requests(&scenario),
+            bounds: vec![None; scenario.network.tenants.len()],
+            scenario,
+        }
+    }
+
+    /// The run's input; `works` is `self.scenario.works()`.
+    pub fn input<'a>(&'a self, works: &'a [&'a dyn WorkFunction]) -> Input<'a> {
+        Input {
+            name: "small".into(),
+            network: &self.scenario.network,
+            works,
+            decisions: &self.decisions,
+            requests: &self.requests,
+            bounds: &self.bounds,
+        }
+    }
 }

@@ -1,29 +1,19 @@
 //! Bad input and a hostile machine: a clear error and a clean machine.
 
-use crate::common::{admit_all, own_namespaces, requests, small, turn};
+use crate::common::{own_namespaces, turn, Small};
 use std::path::PathBuf;
 use tailbound_dataplane::netns;
 use tailbound_testbed::memcached;
-use tailbound_testbed::run::{prepare, sizes, Input, RunOptions};
+use tailbound_testbed::run::{prepare, sizes, RunOptions};
 use tailbound_testbed::testbed::{Testbed, TestbedOptions};
 use tailbound_testbed::TestbedError;
 
 #[test]
 fn memcached_missing_is_refused_before_anything_is_built() {
     let Some(_turn) = turn() else { return };
-    let s = small();
-    let d = admit_all(&s);
-    let reqs = requests(&s);
-    let bounds = vec![None; 2];
-    let works = s.works();
-    let input = Input {
-        name: "small".into(),
-        network: &s.network,
-        works: &works,
-        decisions: &d,
-        requests: &reqs,
-        bounds: &bounds,
-    };
+    let small = Small::new();
+    let works = small.scenario.works();
+    let input = small.input(&works);
     let p = prepare(&input, &RunOptions::default()).unwrap();
     let opts = TestbedOptions {
         memcached: PathBuf::from("/nonexistent/memcached"),
@@ -41,19 +31,9 @@ fn memcached_missing_is_refused_before_anything_is_built() {
 #[test]
 fn a_port_in_use_is_named_and_the_failed_server_leaves_nothing() {
     let Some(_turn) = turn() else { return };
-    let s = small();
-    let d = admit_all(&s);
-    let reqs = requests(&s);
-    let bounds = vec![None; 2];
-    let works = s.works();
-    let input = Input {
-        name: "small".into(),
-        network: &s.network,
-        works: &works,
-        decisions: &d,
-        requests: &reqs,
-        bounds: &bounds,
-    };
+    let small = Small::new();
+    let works = small.scenario.works();
+    let input = small.input(&works);
     let p = prepare(&input, &RunOptions::default()).unwrap();
     let bed = Testbed::up(&p.topology, &sizes(&p), &TestbedOptions::default()).unwrap();
     let (h, running) = bed.servers()[0];

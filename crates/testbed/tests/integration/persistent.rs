@@ -1,26 +1,16 @@
 //! `up` leaves a testbed running and recorded; `down` removes all of it.
 
-use crate::common::{admit_all, requests, small, turn};
+use crate::common::{turn, Small};
 use tailbound_dataplane::netns;
-use tailbound_testbed::run::{Input, RunOptions};
+use tailbound_testbed::run::RunOptions;
 use tailbound_testbed::state;
 
 #[test]
 fn up_leaves_a_recorded_testbed_and_down_removes_every_part() {
     let Some(_turn) = turn() else { return };
-    let s = small();
-    let d = admit_all(&s);
-    let reqs = requests(&s);
-    let bounds = vec![None; 2];
-    let works = s.works();
-    let input = Input {
-        name: "small".into(),
-        network: &s.network,
-        works: &works,
-        decisions: &d,
-        requests: &reqs,
-        bounds: &bounds,
-    };
+    let small = Small::new();
+    let works = small.scenario.works();
+    let input = small.input(&works);
     // a name of its own, so that a testbed someone left up is not touched
     let name = format!("t{}", std::process::id() % 1_000_000);
     let up = state::up(&input, &RunOptions::default(), &name).unwrap();

@@ -2,7 +2,7 @@
 //! servers real and alive during the replay, and nothing of the run left afterwards. Asserts
 //! what the code decides and counts, never latencies (the machine may be busy).
 
-use crate::common::{admit_all, own_namespaces, requests, small, turn};
+use crate::common::{own_namespaces, turn, Small};
 use std::sync::Arc;
 use tailbound_dataplane::netns;
 use tailbound_dataplane::probe::Control;
@@ -11,7 +11,7 @@ use tailbound_dataplane::tc::Enforcer;
 use tailbound_enforce_plan::{ClassRole, PlanOptions, PriorAllocations};
 use tailbound_model::Stage;
 use tailbound_testbed::enforce;
-use tailbound_testbed::run::{self as tb_run, prepare, sizes, Input, RunOptions};
+use tailbound_testbed::run::{self as tb_run, prepare, sizes, RunOptions};
 use tailbound_testbed::testbed::Testbed;
 
 fn options(duration_s: f64, scale: f64) -> RunOptions {
@@ -24,19 +24,9 @@ fn options(duration_s: f64, scale: f64) -> RunOptions {
 #[test]
 fn a_small_run_answers_every_request_and_leaves_nothing_behind() {
     let Some(_turn) = turn() else { return };
-    let s = small();
-    let d = admit_all(&s);
-    let reqs = requests(&s);
-    let bounds = vec![None; 2];
-    let works = s.works();
-    let input = Input {
-        name: "small".into(),
-        network: &s.network,
-        works: &works,
-        decisions: &d,
-        requests: &reqs,
-        bounds: &bounds,
-    };
+    let small = Small::new();
+    let works = small.scenario.works();
+    let input = small.input(&works);
     let opts = options(2.0, 0.5);
     let p = prepare(&input, &opts).unwrap();
     assert_eq!(p.topology.hosts.len(), 2);
@@ -131,19 +121,10 @@ fn a_small_run_answers_every_request_and_leaves_nothing_behind() {
 #[test]
 fn the_whole_run_reports_testbed_and_simulator_per_tenant() {
     let Some(_turn) = turn() else { return };
-    let s = small();
-    let d = admit_all(&s);
-    let reqs = requests(&s);
-    let bounds = vec![Some(0.001), None];
-    let works = s.works();
-    let input = Input {
-        name: "small".into(),
-        network: &s.network,
-        works: &works,
-        decisions: &d,
-        requests: &reqs,
-        bounds: &bounds,
-    };
+    let mut small = Small::new();
+    small.bounds = vec![Some(0.001), None];
+    let works = small.scenario.works();
+    let input = small.input(&works);
     let mut opts = options(1.0, 1.0);
     opts.topology.aggressor = Some("tcp".parse().unwrap());
     let r = tb_run::run(&input, &opts, &Arc::new(Control::new()), &|_| {}).unwrap();
