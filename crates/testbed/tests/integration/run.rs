@@ -15,8 +15,10 @@ use tailbound_testbed::run::{self as tb_run, prepare, sizes, RunOptions};
 use tailbound_testbed::testbed::Testbed;
 
 fn options(duration_s: f64, scale: f64) -> RunOptions {
-    let mut o = RunOptions::default();
-    o.duration_s = Some(duration_s);
+    let mut o = RunOptions {
+        duration_s: Some(duration_s),
+        ..RunOptions::default()
+    };
     o.topology.scale = scale;
     o
 }
