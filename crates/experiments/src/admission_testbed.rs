@@ -157,19 +157,31 @@ pub struct TestbedExperiment {
     pub summary: Vec<ModeSummary>,
 }
 
+impl From<AdmissionExperimentError> for TestbedExperimentError {
+    fn from(e: AdmissionExperimentError) -> Self {
+        TestbedExperimentError::Admission(Box::new(e))
+    }
+}
+
+impl From<tailbound_admission::AdmissionError> for TestbedExperimentError {
+    fn from(e: tailbound_admission::AdmissionError) -> Self {
+        TestbedExperimentError::Decide(Box::new(e))
+    }
+}
+
 /// Why the experiment could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum TestbedExperimentError {
     #[error(transparent)]
-    Admission(#[from] AdmissionExperimentError),
+    Admission(Box<AdmissionExperimentError>),
     #[error(transparent)]
-    Decide(#[from] tailbound_admission::AdmissionError),
+    Decide(Box<tailbound_admission::AdmissionError>),
     #[error("run {run} ({mode})")]
     Testbed {
         run: usize,
         mode: String,
         #[source]
-        source: tailbound_testbed::TestbedError,
+        source: Box<tailbound_testbed::TestbedError>,
     },
 }
 
@@ -200,7 +212,7 @@ pub fn run(
         TestbedExperimentError::Testbed {
             run: 0,
             mode: "configuration".into(),
-            source,
+            source: Box::new(source),
         }
     })?;
     let done = std::sync::atomic::AtomicUsize::new(0);
@@ -257,7 +269,7 @@ pub fn run(
                 TestbedExperimentError::Testbed {
                     run: r,
                     mode: mode.label(),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
         }
@@ -269,7 +281,7 @@ pub fn run(
                 .map_err(|source| TestbedExperimentError::Testbed {
                     run: r,
                     mode: mode.label(),
-                    source,
+                    source: Box::new(source),
                 })?;
             modes.push(ModeRun { mode, report });
         }

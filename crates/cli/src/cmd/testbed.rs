@@ -151,6 +151,9 @@ impl Loaded {
     }
 }
 
+/// One value of a tenant's report, for the figure.
+type TenantValue = dyn Fn(&tailbound_testbed::report::TenantReport) -> Option<f64>;
+
 fn load(b: &BuildArgs) -> anyhow::Result<Loaded> {
     tailbound_testbed::topology::check_scale(b.scale)?;
     let scenario = tailbound_scenario::load(&b.scenario)
@@ -525,10 +528,7 @@ fn figure(r: &TestbedReport) -> Figure {
     .x_label(format!("tenant ({names})"))
     .y_label("worst window's SLO percentile [s]")
     .y_scale(Scale::Log);
-    let series: [(
-        &str,
-        &dyn Fn(&tailbound_testbed::report::TenantReport) -> Option<f64>,
-    ); 4] = [
+    let series: [(&str, &TenantValue); 4] = [
         ("testbed", &|t| Some(t.testbed_worst_window_s)),
         ("simulator", &|t| Some(t.sim_worst_window_s)),
         ("bound", &|t| t.bound_s),
