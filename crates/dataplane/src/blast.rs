@@ -7,7 +7,7 @@
 //! writes as fast as the connection takes data, so its own link's shaper sets its rate. Both
 //! stop by themselves at their deadline or when the [`Control`] asks. The sink reads and
 //! discards, on threads in the target's namespace, until stopped; every blocking call on its
-//! sockets times out after [`POLL`] so that it notices the stop.
+//! sockets times out every 100 ms so that it notices the stop.
 //!
 //! Where the blast goes and when it runs is the testbed's to decide; the replayed tenants'
 //! own traffic lives in [`crate::replay`].

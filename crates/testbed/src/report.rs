@@ -149,7 +149,7 @@ pub struct TestbedReport {
     pub violated: usize,
 }
 
-fn s(ns: u64) -> f64 {
+fn secs(ns: u64) -> f64 {
     ns as f64 * 1e-9
 }
 
@@ -169,10 +169,10 @@ fn quantile(h: &Histogram<u64>, percentile: f64) -> f64 {
     for v in h.iter_recorded() {
         seen += v.count_since_last_iteration();
         if seen >= rank {
-            return s(h.highest_equivalent(v.value_iterated_to()));
+            return secs(h.highest_equivalent(v.value_iterated_to()));
         }
     }
-    s(h.max())
+    secs(h.max())
 }
 
 /// The median and quartiles of `v` (sorted in place), nearest rank.
@@ -244,7 +244,7 @@ pub fn build(ctx: &Context<'_>, measured: &Measured) -> TestbedReport {
             testbed_p50_s: quantile(&m.latency, 50.0),
             testbed_p99_s: quantile(&m.latency, 99.0),
             testbed_p999_s: p999,
-            testbed_max_s: s(m.latency.max()),
+            testbed_max_s: secs(m.latency.max()),
             testbed_worst_window_s: worst,
             sim_p50_s: sim.map_or(0.0, |r| r.p50_s),
             sim_p99_s: sim.map_or(0.0, |r| r.p99_s),
@@ -255,7 +255,7 @@ pub fn build(ctx: &Context<'_>, measured: &Measured) -> TestbedReport {
             violated: worst > t.slo_s,
             sim_violated: sim.is_some_and(|r| !r.meets_slo),
             send_late_p99_s: quantile(&m.lateness, 99.0),
-            send_late_max_s: s(m.lateness.max()),
+            send_late_max_s: secs(m.lateness.max()),
             connections: m.connections,
             max_in_flight: m.max_in_flight,
             windows,
