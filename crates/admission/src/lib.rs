@@ -3,12 +3,13 @@
 //! and admitted tenants get a priority (and, for the DNC baselines, rate limits) that the
 //! enforcers and the simulator apply.
 //!
-//! One engine, [`Admission`], four [`Policy`]s that differ only in how they bound a candidate
+//! One engine, [`Admission`], five [`Policy`]s that differ only in how they bound a candidate
 //! set of tenants:
 //!
 //! | policy | levels | rate limits per flow | check |
 //! |---|---|---|---|
 //! | [`Policy::SncMeister`] | dense rank of SLO | none | SNC-Meister's SNC analysis (§4.1, §4.2 groups) |
+//! | [`Policy::SncMartingale`] | dense rank of SLO | none | the martingale SNC analysis (`calculus::martingale`, groups) |
 //! | [`Policy::PriorityMeister`] | dense rank of SLO | the r-b curve, pruned to [`PM_BUCKETS`] buckets, from Silo++'s rate up | DNC with priorities |
 //! | [`Policy::SiloPlusPlus`] | one level | effective bandwidth, one-packet burst | DNC queueing + shaper delay |
 //! | [`Policy::QjumpPlusPlus`] | [`QJUMP_LEVELS`] fixed levels | the level's rate, one-packet burst | DNC with priorities + shaper delay |
@@ -47,15 +48,24 @@ pub enum Policy {
     /// QJump with fixed levels, each tenant at the first level that meets its SLO
     #[serde(rename = "qjump++")]
     QjumpPlusPlus,
+    /// SNC-Meister's admission with the martingale bounds of `calculus::martingale`
+    #[serde(rename = "snc-martingale")]
+    SncMartingale,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 4] = [
+    pub const ALL: [Policy; 5] = [
         Policy::SncMeister,
         Policy::PriorityMeister,
         Policy::SiloPlusPlus,
         Policy::QjumpPlusPlus,
+        Policy::SncMartingale,
     ];
+
+    /// Whether the policy bounds with stochastic network calculus (MMPPs, no rate limits).
+    pub fn is_snc(self) -> bool {
+        matches!(self, Policy::SncMeister | Policy::SncMartingale)
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +73,7 @@ impl Policy {
             Policy::PriorityMeister => "priority-meister",
             Policy::SiloPlusPlus => "silo++",
             Policy::QjumpPlusPlus => "qjump++",
+            Policy::SncMartingale => "snc-martingale",
         }
     }
 }
@@ -80,7 +91,7 @@ impl std::str::FromStr for Policy {
             .into_iter()
             .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
-                format!("unknown policy {s:?}; expected snc-meister, priority-meister, silo++ or qjump++")
+                format!("unknown policy {s:?}; expected snc-meister, priority-meister, silo++, qjump++ or snc-martingale")
             })
     }
 }

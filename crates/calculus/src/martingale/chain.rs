@@ -1,7 +1,13 @@
-//! The martingale envelope of one MMPP flow: at each θ, the growth rate ρ(θ) and the
-//! prefactors κ(θ) (stationary) and κ_palm(θ) (seen from one of the flow's own arrivals) of the
-//! exponential martingale of its time-reversed chain. The derivation is in the parent module's
-//! docs ("One flow"); this file computes it.
+//! The martingale envelope of one MMPP flow: at each θ, for each of two exponential
+//! supermartingales of its time-reversed chain, the growth rate ρ(θ) and the prefactors κ(θ)
+//! (stationary) and κ_palm(θ) (seen from one of the flow's own arrivals). The derivation is in
+//! the parent module's docs ("One flow"); this file computes it.
+//!
+//! * [`PERRON`]: h the right Perron vector of P̃D, λ = sp(P̃D): the martingale itself, least ρ.
+//! * [`PEAK`]: h ≡ 1, λ' = max_i (P̃D1)_i ≥ sp: a supermartingale whose κ ≤ 1. For per-10 µs
+//!   chains that stay seconds in a state, λ' is barely above sp while the Perron vector's
+//!   ratio between states is about e^{θ·(work of a whole stay)}, so κ of the Perron
+//!   martingale is huge and the peak one is far better; for fast chains the reverse.
 //!
 //! Numerics follow [`crate::snc::mmpp`]: per-10 µs chains have P ≈ I, so every matrix is
 //! formed shifted (P·D − I, entry by entry from M_i − 1 and the leaving probabilities, never
@@ -87,16 +93,45 @@ struct Regime {
     resolution: f64,
 }
 
-/// A flow's martingale quantities at one θ.
+/// One supermartingale of a flow at one θ.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Tilt {
-    /// ln λ(θ)/θ, λ = sp(P·D(θ)) [work/step]
+pub struct Opt {
+    /// ln λ/θ of its normaliser λ [work/step]
     pub rho: f64,
     /// ln κ: E[M_1]/min h for the stationary reversed chain (dimensionless)
     pub ln_kappa: f64,
     /// ln κ_palm: the same given an arrival of the flow in the first reversed step; `None`
     /// when the flow never arrives
     pub ln_kappa_palm: Option<f64>,
+}
+
+/// Index of the Perron martingale in [`Tilt::opts`] (the least ρ).
+pub const PERRON: usize = 0;
+/// Index of the h ≡ 1 supermartingale in [`Tilt::opts`].
+pub const PEAK: usize = 1;
+
+/// A flow's supermartingales at one θ.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tilt {
+    pub opts: [Opt; 2],
+}
+
+impl Tilt {
+    /// The least growth rate, sp(P·D)'s [work/step].
+    pub fn rho(&self) -> f64 {
+        self.opts[PERRON].rho
+    }
+}
+
+fn worse(a: Opt, b: Opt) -> Opt {
+    Opt {
+        rho: a.rho.max(b.rho),
+        ln_kappa: a.ln_kappa.max(b.ln_kappa),
+        ln_kappa_palm: match (a.ln_kappa_palm, b.ln_kappa_palm) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        },
+    }
 }
 
 /// The per-flow part of the martingale analysis (see the module docs).
@@ -220,7 +255,11 @@ impl Envelope {
         // M_i − 1 and φ_i − 1 per state
         let mut phi_m1 = Vec::with_capacity(self.prob.len());
         for (s, &p) in self.sizes.iter().zip(&self.prob) {
-            phi_m1.push(if p > 0.0 { s.mgf_minus_one(theta)? } else { 0.0 });
+            phi_m1.push(if p > 0.0 {
+                s.mgf_minus_one(theta)?
+            } else {
+                0.0
+            });
         }
         let mut out: Option<Tilt> = None;
         for r in &self.regimes {
@@ -228,12 +267,10 @@ impl Envelope {
             out = Some(match out {
                 None => t,
                 Some(o) => Tilt {
-                    rho: o.rho.max(t.rho),
-                    ln_kappa: o.ln_kappa.max(t.ln_kappa),
-                    ln_kappa_palm: match (o.ln_kappa_palm, t.ln_kappa_palm) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        (a, b) => a.or(b),
-                    },
+                    opts: [
+                        worse(o.opts[PERRON], t.opts[PERRON]),
+                        worse(o.opts[PEAK], t.opts[PEAK]),
+                    ],
                 },
             });
         }
@@ -243,11 +280,7 @@ impl Envelope {
     fn regime_at(&self, r: &Regime, theta: f64, phi_m1: &[f64]) -> Option<Tilt> {
         let k = r.states.len();
         // M_i − 1 = p_i (φ_i − 1)
-        let m1: Vec<f64> = r
-            .states
-            .iter()
-            .map(|&i| self.prob[i] * phi_m1[i])
-            .collect();
+        let m1: Vec<f64> = r.states.iter().map(|&i| self.prob[i] * phi_m1[i]).collect();
         // G = P·D − I: g_ab = p_ab·M_b for a ≠ b, p_aa(M_a − 1) − leave_a on the diagonal
         let mut g = vec![0.0; k * k];
         for a in 0..k {
@@ -287,13 +320,37 @@ impl Envelope {
                 .sum();
             (s / r.arrivals).ln() - ln_lambda - min_h.ln()
         });
-        let ok = rho.is_finite()
-            && ln_kappa.is_finite()
-            && ln_kappa_palm.map_or(true, |x| x.is_finite());
-        ok.then_some(Tilt {
+        let perron = Opt {
             rho,
             ln_kappa,
             ln_kappa_palm,
+        };
+        // h ≡ 1: λ' − 1 = max_a (P̃(D − I)1)_a = max_a Σ_b π_b p_ba (M_b − 1)/π_a, written
+        // without 1 − 1 (Σ_b π_b p_ba = π_a)
+        let mut peak_m1 = f64::NEG_INFINITY;
+        for a in 0..k {
+            let s: f64 = (0..k).map(|b| r.pi[b] * r.p[b * k + a] * m1[b]).sum();
+            peak_m1 = peak_m1.max(s / r.pi[a]);
+        }
+        let ln_peak = peak_m1.max(lambda_g).ln_1p();
+        let mean_m1: f64 = (0..k).map(|a| r.pi[a] * m1[a]).sum();
+        let peak = Opt {
+            rho: ln_peak / theta,
+            ln_kappa: mean_m1.ln_1p() - ln_peak,
+            ln_kappa_palm: (r.arrivals > 0.0).then(|| {
+                let s: f64 = (0..k)
+                    .map(|a| r.pi[a] * self.prob[r.states[a]] * (1.0 + phi_m1[r.states[a]]))
+                    .sum();
+                (s / r.arrivals).ln() - ln_peak
+            }),
+        };
+        let finite = |o: &Opt| {
+            o.rho.is_finite()
+                && o.ln_kappa.is_finite()
+                && o.ln_kappa_palm.map_or(true, |x| x.is_finite())
+        };
+        (finite(&perron) && finite(&peak)).then_some(Tilt {
+            opts: [perron, peak],
         })
     }
 }
@@ -448,7 +505,9 @@ mod tests {
         let pbar: f64 = (0..n).map(|i| pi[i] * m.states[i].arrival_prob).sum();
         let palm: f64 = (0..n)
             .map(|i| {
-                pi[i] * m.states[i].arrival_prob / pbar * m.states[i].sizes.mgf(theta).unwrap() * h[i]
+                pi[i] * m.states[i].arrival_prob / pbar
+                    * m.states[i].sizes.mgf(theta).unwrap()
+                    * h[i]
             })
             .sum::<f64>()
             / lam
@@ -462,9 +521,12 @@ mod tests {
         let m = chain(
             vec![
                 state(0.01, SizeModel::Exponential { mean: 100.0 }),
-                state(0.05, SizeModel::Empirical {
-                    atoms: vec![[50.0, 0.5], [400.0, 0.5]],
-                }),
+                state(
+                    0.05,
+                    SizeModel::Empirical {
+                        atoms: vec![[50.0, 0.5], [400.0, 0.5]],
+                    },
+                ),
                 state(0.2, SizeModel::Exponential { mean: 30.0 }),
             ],
             vec![
@@ -475,10 +537,14 @@ mod tests {
         );
         let e = Envelope::new(&m).unwrap();
         for theta in [1e-4, 1e-3, 5e-3] {
-            let t = e.at(theta).unwrap();
+            let t = e.at(theta).unwrap().opts[PERRON];
             let (rho, kappa, palm) = reference(&m, theta);
             assert!((t.rho - rho).abs() <= 1e-9 * rho, "ρ {} vs {rho}", t.rho);
-            assert!((t.ln_kappa.exp() - kappa).abs() <= 1e-6 * kappa, "κ {} vs {kappa}", t.ln_kappa.exp());
+            assert!(
+                (t.ln_kappa.exp() - kappa).abs() <= 1e-6 * kappa,
+                "κ {} vs {kappa}",
+                t.ln_kappa.exp()
+            );
             let p = t.ln_kappa_palm.unwrap().exp();
             assert!((p - palm).abs() <= 1e-6 * palm, "κ_palm {p} vs {palm}");
         }
@@ -492,7 +558,10 @@ mod tests {
         let m = chain(vec![state(0.002, sizes.clone())], vec![vec![1.0]]);
         let e = Envelope::new(&m).unwrap();
         let theta = 2e-6;
-        let t = e.at(theta).unwrap();
+        let tilt = e.at(theta).unwrap();
+        // one state: both supermartingales are the same
+        assert!((tilt.opts[PERRON].rho - tilt.opts[PEAK].rho).abs() < 1e-9 * tilt.rho());
+        let t = tilt.opts[PERRON];
         assert!(t.ln_kappa.abs() < 1e-12);
         // κ_palm = φ/M
         let phi = sizes.mgf(theta).unwrap();
@@ -516,7 +585,7 @@ mod tests {
         let snc = crate::snc::MmppBound::new(&m).unwrap();
         let mut prev = 0.0;
         for theta in [1e-7, 1e-5, 1e-4, 5e-4] {
-            let t = e.at(theta).unwrap();
+            let t = e.at(theta).unwrap().opts[PERRON];
             let r = snc.rho(theta).unwrap();
             assert!((t.rho - r).abs() <= 1e-7 * r, "θ={theta}: {} vs {r}", t.rho);
             // the prefactor grows with θ and stays ≥ 1
@@ -545,10 +614,36 @@ mod tests {
         assert_eq!(classes, vec![vec![0, 1], vec![2]]);
         let e = Envelope::new(&m).unwrap();
         let theta = 1e-4;
-        let t = e.at(theta).unwrap();
+        let t = e.at(theta).unwrap().opts[PERRON];
         // the closed class alone is a Poisson source at p = 0.03
         let m2: f64 = 1.0 + 0.03 * (0.1 / 0.9);
         assert!((t.rho - m2.ln() / theta).abs() < 1e-9 * t.rho);
         assert!((e.mean_work_per_step() - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_peak_supermartingale_tames_slow_on_off_chains() {
+        // 400 requests/s of 8 KiB while on (0.5 s), nearly silent while off (2 s), per 10 µs
+        let m = chain(
+            vec![
+                state(0.004, SizeModel::Exponential { mean: 8192.0 }),
+                state(1e-7, SizeModel::Exponential { mean: 8192.0 }),
+            ],
+            vec![vec![1.0 - 2e-5, 2e-5], vec![5e-6, 1.0 - 5e-6]],
+        );
+        let e = Envelope::new(&m).unwrap();
+        let t = e.at(3e-5).unwrap();
+        let (perron, peak) = (t.opts[PERRON], t.opts[PEAK]);
+        // the Perron vector is about e^4 apart between the states: κ_palm ≈ e^6
+        assert!(perron.ln_kappa_palm.unwrap() > 5.0, "{perron:?}");
+        // h ≡ 1: κ ≤ 1 and κ_palm is the batch's MGF over λ', with λ' within 2% of sp
+        assert!(
+            peak.ln_kappa <= 0.0 && peak.ln_kappa_palm.unwrap() < 0.5,
+            "{peak:?}"
+        );
+        assert!(
+            peak.rho >= perron.rho && peak.rho <= 1.02 * perron.rho,
+            "{peak:?} {perron:?}"
+        );
     }
 }

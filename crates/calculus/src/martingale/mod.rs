@@ -125,8 +125,11 @@
 //! bisection. Any θ and τ give a valid bound; the search only makes it small.
 
 mod chain;
+mod walk;
 
-pub use chain::{Envelope, Tilt};
+pub use chain::{Envelope, Opt, Tilt, PEAK, PERRON};
+
+use walk::{lumps_growth, lumps_value, Lump, LumpKind, Pair, Start, Starts, UpLump, Walker};
 
 use crate::{
     effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound, TenantBound,
@@ -203,6 +206,16 @@ thread_local! {
         RefCell::new((0, HashMap::new()));
 }
 
+/// Empties this thread's envelope cache (for benchmarks of a first decision; results never
+/// depend on the cache).
+pub fn clear_cache() {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.0 = 0;
+        c.1.clear();
+    });
+}
+
 fn fingerprint(m: &Mmpp) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     m.step_s.to_bits().hash(&mut h);
@@ -267,67 +280,6 @@ impl Cached {
 // ---------------------------------------------------------------------------------------------
 // The analysis
 
-/// A flow in a Doob walk: it counts from reversed step `start` on.
-#[derive(Debug, Clone, Copy)]
-struct Member {
-    flow: usize,
-    start: f64,
-    /// the flow's own arrival is the first step (f's view)
-    palm: bool,
-}
-
-/// A random quantity added to a walk, independent of the walk's martingale.
-#[derive(Debug, Clone)]
-enum Lump {
-    /// a flow's arrivals over a fixed window of `len` steps
-    Window { flow: usize, len: f64 },
-    /// an upstream queue's backlog plus its relayed flows' arrivals after it
-    Upstream(Rc<Upstream>),
-    /// a dependent walk member's excess over capacity ρ(θ at grid point `tail`)
-    Excess { flow: usize, palm: bool, tail: i32 },
-}
-
-/// Upstream queue p of relayed cross traffic, at one window length.
-#[derive(Debug)]
-struct Upstream {
-    /// flows at p going on to the analysed queue (levels ≤ ℓ)
-    relayed: Vec<usize>,
-    /// the other flows at p (levels ≤ ℓ)
-    others: Vec<usize>,
-    /// p's rate [work/step]
-    rate: f64,
-    /// p's utilisation by levels ≤ ℓ
-    util: f64,
-    /// window of the relayed arrivals after the backlog [steps]
-    window: f64,
-    /// θ' of p's tail bound (grid point)
-    tail: i32,
-}
-
-/// P(∃N ≥ n_s: Σ_members S_g[start_g, N) + Σ lumps > rate·N + c).
-#[derive(Debug, Clone)]
-struct Walk {
-    members: Vec<Member>,
-    rate: f64,
-    n_s: f64,
-    c: f64,
-    lumps: Vec<Lump>,
-}
-
-/// ln of a walk's bound split into the part of the martingale walk (exponent of the crossing)
-/// and the part of the lumps, plus the lumps' growth per step of window.
-#[derive(Debug, Clone, Copy)]
-struct WalkValue {
-    walk: f64,
-    lumps: f64,
-}
-
-impl WalkValue {
-    fn total(self) -> f64 {
-        self.walk + self.lumps
-    }
-}
-
 /// The flows a bound of one flow involves, by role.
 #[derive(Debug, Clone)]
 enum Plan {
@@ -345,9 +297,38 @@ enum Plan {
         x1_same: Vec<usize>,
         /// X2 flows that start at q2
         x2_src: Vec<usize>,
-        /// upstream queues of relayed X2 flows: (relayed, others, rate, utilisation)
-        x2_up: Vec<(Vec<usize>, Vec<usize>, f64, f64)>,
+        /// upstream queues of relayed X2 flows
+        x2_up: Vec<UpSpec>,
     },
+}
+
+/// An upstream queue p of relayed cross traffic.
+#[derive(Debug, Clone)]
+struct UpSpec {
+    /// flows at p going on to the analysed queue (levels ≤ ℓ)
+    relayed: Vec<usize>,
+    /// the other flows at p (levels ≤ ℓ)
+    others: Vec<usize>,
+    /// p's rate [work/step]
+    rate: f64,
+    /// p's utilisation by levels ≤ ℓ
+    util: f64,
+}
+
+/// A lump before preparation.
+#[derive(Debug, Clone, Copy)]
+enum LumpSpec {
+    /// X2 flow starting at q2: its arrivals over the window
+    Window(usize),
+    /// index into the plan's upstreams
+    Up(usize),
+}
+
+/// A walk and its lumps prepared at one grid point.
+#[derive(Debug, Clone)]
+struct Prepared {
+    walker: Walker,
+    lumps: Vec<Lump>,
 }
 
 struct Analysis<'a> {
@@ -366,6 +347,15 @@ fn unsupported(net: &Network, f: usize, why: String) -> CalculusError {
          --method snc-meister for other networks)",
         net.flows[f].name
     ))
+}
+
+/// Grid point of the Hölder exponent for a component of `size` lumps: the least θ ≥ size·θ_k.
+fn hoelder_point(k: i32, size: usize) -> i32 {
+    if size <= 1 {
+        k
+    } else {
+        k + (PER_OCTAVE * (size as f64).log2()).ceil() as i32
+    }
 }
 
 impl<'a> Analysis<'a> {
@@ -427,11 +417,21 @@ impl<'a> Analysis<'a> {
         self.env[f].at(k)
     }
 
-    /// Σ ρ of `flows` at grid point k.
+    /// The (ρ, ln κ) pairs of flow g at grid point k, seen from its own arrival if `palm`.
+    fn pair(&self, g: usize, k: i32, palm: bool) -> Option<Pair> {
+        let t = self.tilt(g, k)?;
+        let mut p = [(0.0, 0.0); 2];
+        for (i, o) in t.opts.iter().enumerate() {
+            p[i] = (o.rho, if palm { o.ln_kappa_palm? } else { o.ln_kappa });
+        }
+        Some(p)
+    }
+
+    /// Σ of the least ρ of `flows` at grid point k.
     fn rho(&self, flows: &[usize], k: i32) -> Option<f64> {
         flows
             .iter()
-            .try_fold(0.0, |acc, &g| Some(acc + self.tilt(g, k)?.rho))
+            .try_fold(0.0, |acc, &g| Some(acc + self.tilt(g, k)?.rho()))
     }
 
     /// The other flows at queue q of levels ≤ `lvl`.
@@ -506,7 +506,7 @@ impl<'a> Analysis<'a> {
                     if pos == 0 {
                         x2_src.push(g);
                     } else if gp[pos - 1] == q1 {
-                        // B: already counted at q1 (its first hop, checked there)
+                        // B: counted at q1 (its first hop, checked there)
                     } else if pos == 1 {
                         ups.insert(gp[0], ());
                     } else {
@@ -529,7 +529,12 @@ impl<'a> Analysis<'a> {
                         }
                         work += self.env[g].env.mean_work_per_step();
                     }
-                    x2_up.push((relayed, others, rate(p), work / rate(p)));
+                    x2_up.push(UpSpec {
+                        relayed,
+                        others,
+                        rate: rate(p),
+                        util: work / rate(p),
+                    });
                 }
                 Ok(Plan::Two {
                     c1: rate(q1),
@@ -564,7 +569,7 @@ impl<'a> Analysis<'a> {
                 Plan::Two { .. } => self.two_queues(f, k, &plan, ln_eps),
             }
         };
-        // largest grid θ where the queues are stable (a necessary condition, monotone in θ)
+        // the largest grid θ where the queues are stable (a necessary condition, monotone)
         let involved = self.involved(f, &plan);
         let theta_sup = involved
             .iter()
@@ -589,14 +594,21 @@ impl<'a> Analysis<'a> {
                 } => {
                     let q1: Vec<usize> = [f]
                         .into_iter()
-                        .chain(b_high.iter().chain(b_same).chain(x1_high).chain(x1_same).copied())
+                        .chain(
+                            b_high
+                                .iter()
+                                .chain(b_same)
+                                .chain(x1_high)
+                                .chain(x1_same)
+                                .copied(),
+                        )
                         .collect();
                     let mut q2: Vec<usize> = [f]
                         .into_iter()
                         .chain(b_high.iter().chain(b_same).chain(x2_src).copied())
                         .collect();
-                    for (r, _, _, _) in x2_up {
-                        q2.extend(r);
+                    for u in x2_up {
+                        q2.extend(&u.relayed);
                     }
                     sum(&q1).is_some_and(|r| r <= *c1) && sum(&q2).is_some_and(|r| r < *c2)
                 }
@@ -608,13 +620,16 @@ impl<'a> Analysis<'a> {
             // work-free flows only: any θ; start well above any useful value
             400
         };
-        let mut lo = top - 480;
-        if !stable(lo) {
-            return Ok(Bound::Unbounded(self.overload_reason(f)));
-        }
+        // down by octaves to the first stable point (far below, the roots drown in rounding
+        // and nothing is stable: unbounded), then bisect the last octave
+        let mut lo = top;
         let mut hi = top;
-        if stable(hi) {
-            lo = hi;
+        while !stable(lo) {
+            hi = lo;
+            lo -= PER_OCTAVE as i32;
+            if lo < top - 480 {
+                return Ok(Bound::Unbounded(self.overload_reason(f)));
+            }
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
@@ -624,34 +639,51 @@ impl<'a> Analysis<'a> {
                 hi = mid;
             }
         }
-        // scan downwards from the largest stable θ while the bound improves
-        let mut best: Option<f64> = None;
+        // coarse steps down from the largest stable θ while the bound improves, then the
+        // neighbours of the best
+        let mut memo: HashMap<i32, Option<f64>> = HashMap::new();
+        let mut at = |k: i32| -> Option<f64> { *memo.entry(k).or_insert_with(|| solve(k)) };
+        const STEP: i32 = 4;
+        let mut best: Option<(f64, i32)> = None;
         let mut worse = 0;
         let mut k = lo;
         while k > lo - 240 {
-            match (solve(k), best) {
-                (Some(d), Some(b)) if d >= b => {
+            match (at(k), best) {
+                (Some(d), Some((b, _))) if d >= b => {
                     worse += 1;
-                    if worse >= 4 {
+                    if worse >= 2 {
                         break;
                     }
                 }
                 (Some(d), _) => {
-                    best = Some(d);
+                    best = Some((d, k));
                     worse = 0;
                 }
                 (None, Some(_)) => {
                     worse += 1;
-                    if worse >= 4 {
+                    if worse >= 2 {
                         break;
                     }
                 }
                 (None, None) => {}
             }
-            k -= 1;
+            k -= STEP;
+        }
+        if let Some((_, kb)) = best {
+            for kk in kb - STEP + 1..kb + STEP {
+                if kk != kb && kk <= lo {
+                    if let Some(d) = at(kk) {
+                        if best.is_none_or(|(b, _)| d < b) {
+                            best = Some((d, kk));
+                        }
+                    }
+                }
+            }
         }
         Ok(match best {
-            Some(steps) => Bound::from_seconds(steps * self.step_s, || self.overload_reason(f)),
+            Some((steps, _)) => {
+                Bound::from_seconds(steps * self.step_s, || self.overload_reason(f))
+            }
             None => Bound::Unbounded(self.overload_reason(f)),
         })
     }
@@ -670,9 +702,16 @@ impl<'a> Analysis<'a> {
                 x2_up,
                 ..
             } => {
-                v.extend(b_high.iter().chain(b_same).chain(x1_high).chain(x1_same).chain(x2_src));
-                for (r, o, _, _) in x2_up {
-                    v.extend(r.iter().chain(o));
+                v.extend(
+                    b_high
+                        .iter()
+                        .chain(b_same)
+                        .chain(x1_high)
+                        .chain(x1_same)
+                        .chain(x2_src),
+                );
+                for u in x2_up {
+                    v.extend(u.relayed.iter().chain(&u.others));
                 }
             }
         }
@@ -716,6 +755,187 @@ impl<'a> Analysis<'a> {
     }
 
     // -----------------------------------------------------------------------------------------
+    // preparing walks
+
+    /// The flows inside a lump spec.
+    fn spec_flows<'p>(&self, s: LumpSpec, ups: &'p [UpSpec]) -> Vec<usize> {
+        match s {
+            LumpSpec::Window(g) => vec![g],
+            LumpSpec::Up(i) => ups[i]
+                .relayed
+                .iter()
+                .chain(&ups[i].others)
+                .copied()
+                .collect(),
+        }
+    }
+
+    /// A Doob walk at grid point k over `members` (flow, start, palm) with service `rate`,
+    /// and its lumps: `specs` (relayed or window cross traffic) and the dependent members'
+    /// excess. `w_ref` is a typical window for choosing the upstream lumps' θ'.
+    fn prepare(
+        &self,
+        k: i32,
+        members: &[(usize, Start, bool)],
+        rate: f64,
+        specs: &[LumpSpec],
+        ups: &[UpSpec],
+        w_ref: f64,
+    ) -> Option<Prepared> {
+        let theta = grid_theta(k);
+        // dependency: a group with two or more flows anywhere in this walk and its lumps
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        let all_flows = members
+            .iter()
+            .map(|m| m.0)
+            .chain(specs.iter().flat_map(|&s| self.spec_flows(s, ups)));
+        for g in all_flows {
+            if let Some(grp) = self.group[g] {
+                *count.entry(grp).or_default() += 1;
+            }
+        }
+        let dependent = |g: usize| self.group[g].is_some_and(|grp| count[&grp] >= 2);
+        // lump units: the specs, then one per dependent member; components by shared group
+        let mut sets: Vec<Vec<usize>> = specs
+            .iter()
+            .map(|&s| {
+                let mut v: Vec<usize> = self
+                    .spec_flows(s, ups)
+                    .into_iter()
+                    .filter_map(|g| self.group[g])
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let excess: Vec<(usize, Start, bool)> =
+            members.iter().copied().filter(|m| dependent(m.0)).collect();
+        sets.extend(excess.iter().map(|m| self.group[m.0].into_iter().collect()));
+        let comp = component_ids(&sets);
+        let sizes = {
+            let mut v = vec![0usize; comp.iter().copied().max().map_or(0, |x| x + 1)];
+            for &c in &comp {
+                v[c] += 1;
+            }
+            v
+        };
+        let at = |unit: usize| -> (i32, f64) {
+            let kh = hoelder_point(k, sizes[comp[unit]]);
+            (kh, theta / grid_theta(kh))
+        };
+        let mut walker = Walker {
+            members: Vec::with_capacity(members.len()),
+            rate,
+            caps: Vec::new(),
+        };
+        for &(g, start, palm) in members {
+            if !dependent(g) {
+                walker.members.push((self.pair(g, k, palm)?, start));
+            }
+        }
+        let mut lumps = Vec::with_capacity(specs.len() + excess.len());
+        for (i, &s) in specs.iter().enumerate() {
+            let (kh, scale) = at(i);
+            let kind = match s {
+                LumpSpec::Window(g) => LumpKind::Window(self.pair(g, kh, false)?),
+                LumpSpec::Up(u) => LumpKind::Up(Box::new(self.upstream(kh, &ups[u], w_ref)?)),
+            };
+            lumps.push(Lump {
+                kind,
+                theta_at: grid_theta(kh),
+                scale,
+            });
+        }
+        for (j, &(g, start, palm)) in excess.iter().enumerate() {
+            let (kh, scale) = at(specs.len() + j);
+            // Y_g = sup (S_g − c_g n), c_g = ρ_g(θ''), P(Y_g > y) ≤ κ_g e^{−θ''y} (h ≡ 1)
+            let tail = kh + PER_OCTAVE as i32;
+            let t = self.tilt(g, tail)?.opts[PEAK];
+            let ln_g = if palm { t.ln_kappa_palm? } else { t.ln_kappa };
+            walker.rate -= t.rho;
+            walker.caps.push((t.rho, start));
+            lumps.push(Lump {
+                kind: LumpKind::Const(ln_1p_tail(0.0, ln_g, grid_theta(kh), grid_theta(tail))),
+                theta_at: grid_theta(kh),
+                scale,
+            });
+        }
+        Some(Prepared { walker, lumps })
+    }
+
+    /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
+    /// the least value at a window of `w_ref` steps.
+    fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
+        if !(u.util < 1.0) {
+            return None;
+        }
+        let theta = grid_theta(k);
+        // the relayed windows, Hölder among themselves where dependent
+        let sets: Vec<Vec<usize>> = u
+            .relayed
+            .iter()
+            .map(|&g| self.group[g].into_iter().collect())
+            .collect();
+        let comp = component_ids(&sets);
+        let mut relayed = Vec::with_capacity(u.relayed.len());
+        let mut window_growth = 0.0;
+        for (i, &g) in u.relayed.iter().enumerate() {
+            let size = comp.iter().filter(|&&c| c == comp[i]).count();
+            let kh = hoelder_point(k, size);
+            let p = self.pair(g, kh, false)?;
+            let scale = theta / grid_theta(kh);
+            window_growth += scale * grid_theta(kh) * p[0].0.max(p[1].0);
+            relayed.push((p, grid_theta(kh), scale));
+        }
+        let members: Vec<(usize, Start, bool)> = u
+            .relayed
+            .iter()
+            .map(|&g| (g, Start::Zero, false))
+            .chain(u.others.iter().map(|&g| (g, Start::Window, false)))
+            .collect();
+        let mut best: Option<(f64, UpLump)> = None;
+        for kt in k + 1..=k + 24 {
+            let Some(inner) = self.prepare(kt, &members, u.rate, &[], &[], w_ref) else {
+                // beyond p's stability or the MGFs' domain: larger θ' only get worse
+                break;
+            };
+            let Some(inner_lumps) = lumps_value(&inner.lumps, 0.0) else {
+                break;
+            };
+            let mut rho_tail = 0.0;
+            for &g in &u.relayed {
+                let t = self.tilt(g, kt)?;
+                rho_tail += t.opts[PERRON].rho.max(t.opts[PEAK].rho);
+            }
+            let lump = UpLump {
+                relayed: relayed.clone(),
+                inner: inner.walker,
+                inner_lumps,
+                rate: u.rate,
+                ln_util: u.util.ln(),
+                theta_tail: grid_theta(kt),
+                window_growth,
+                tail_growth: grid_theta(kt) * rho_tail,
+            };
+            let Some(v) = lumps_value(
+                &[Lump {
+                    kind: LumpKind::Up(Box::new(lump.clone())),
+                    theta_at: theta,
+                    scale: 1.0,
+                }],
+                w_ref,
+            ) else {
+                break;
+            };
+            if best.as_ref().is_none_or(|(b, _)| v < *b) {
+                best = Some((v, lump));
+            }
+        }
+        best.map(|(_, l)| l)
+    }
+
+    // -----------------------------------------------------------------------------------------
     // one queue
 
     fn one_queue(
@@ -727,35 +947,24 @@ impl<'a> Analysis<'a> {
         same: &[usize],
         ln_eps: f64,
     ) -> Option<f64> {
-        let walk = |d: f64| -> Walk {
+        let members: Vec<(usize, Start, bool)> = high
+            .iter()
+            .map(|&g| (g, Start::Zero, false))
+            .chain(same.iter().map(|&g| (g, Start::M, false)))
+            .chain([(f, Start::M, true)])
+            .collect();
+        let prep = self.prepare(k, &members, rate, &[], &[], 0.0)?;
+        let theta = grid_theta(k);
+        let lumps = lumps_value(&prep.lumps, 0.0)?;
+        let ln_p = |d: f64| -> Option<f64> {
             let m = d.ceil();
-            let mut members: Vec<Member> = high
-                .iter()
-                .map(|&g| Member {
-                    flow: g,
-                    start: 0.0,
-                    palm: false,
-                })
-                .collect();
-            members.extend(same.iter().map(|&g| Member {
-                flow: g,
-                start: m,
-                palm: false,
-            }));
-            members.push(Member {
-                flow: f,
-                start: m,
-                palm: true,
-            });
-            Walk {
-                members,
-                rate,
-                n_s: m + 1.0,
-                c: rate * (d - m - 1.0),
-                lumps: Vec::new(),
-            }
+            let st = Starts { m, a: 0.0, w: 0.0 };
+            let (walk, _) = prep
+                .walker
+                .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None)?;
+            Some(walk + lumps)
         };
-        solve_delay(|d| self.walk_value(&walk(d), k).map(WalkValue::total), ln_eps)
+        solve_delay(ln_p, ln_eps)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -777,408 +986,140 @@ impl<'a> Analysis<'a> {
         };
         let (c1, c2) = (*c1, *c2);
         let theta = grid_theta(k);
-        let has_x2 = !x2_src.is_empty() || !x2_up.is_empty();
-        // θ' of each upstream: chosen once per θ (fixed across blocks, see the tail bound)
-        let mut up_tail = Vec::with_capacity(x2_up.len());
-        for (relayed, others, rate, util) in x2_up {
-            up_tail.push(self.upstream_tail(k, relayed, others, *rate, *util)?);
-        }
-        // q2's leftover gap at θ (per step), for the block lengths
+        let specs: Vec<LumpSpec> = x2_src
+            .iter()
+            .map(|&g| LumpSpec::Window(g))
+            .chain((0..x2_up.len()).map(LumpSpec::Up))
+            .collect();
+        // without cross traffic at q2 (and C2 ≥ C1) the hand-off n1 = 0 dominates: one term
+        let single = specs.is_empty() && c2 >= c1;
+        // q2's leftover gap at θ (per step): the blocks' terms fall at e^{−θ·gap} per step
         let mut q2_flows: Vec<usize> = [f]
             .into_iter()
             .chain(b_high.iter().chain(b_same).chain(x2_src).copied())
             .collect();
-        for (r, _, _, _) in x2_up {
-            q2_flows.extend(r);
+        for u in x2_up {
+            q2_flows.extend(&u.relayed);
         }
         let gap = c2 - self.rho(&q2_flows, k)?;
         if !(gap > 0.0) {
             return None;
         }
-        let taus: Vec<f64> = if !has_x2 && c2 >= c1 {
-            vec![1.0]
-        } else {
-            [0.4, 1.2]
-                .iter()
-                .map(|x| (x / (theta * gap)).round().max(1.0))
-                .collect()
-        };
-        let block_walk = |d: f64, tau: f64, b: f64| -> Walk {
-            let m = d.ceil();
-            let a = b * tau;
-            let member = |g: usize, start: f64| Member {
-                flow: g,
-                start,
-                palm: false,
-            };
-            let mut members = vec![Member {
-                flow: f,
-                start: m,
-                palm: true,
-            }];
-            members.extend(b_same.iter().map(|&g| member(g, m)));
-            members.extend(b_high.iter().map(|&g| member(g, 0.0)));
-            members.extend(x1_same.iter().map(|&g| member(g, a.max(m))));
-            members.extend(x1_high.iter().map(|&g| member(g, a)));
-            let w = a + tau;
-            let mut lumps: Vec<Lump> = x2_src
-                .iter()
-                .map(|&g| Lump::Window { flow: g, len: w })
-                .collect();
-            for ((relayed, others, rate, util), &tail) in x2_up.iter().zip(&up_tail) {
-                lumps.push(Lump::Upstream(Rc::new(Upstream {
-                    relayed: relayed.clone(),
-                    others: others.clone(),
-                    rate: *rate,
-                    util: *util,
-                    window: w,
-                    tail,
-                })));
-            }
-            // min over the block of (C2 − C1)·n1
-            let n1 = if c2 >= c1 { a } else { a + tau - 1.0 };
-            Walk {
-                members,
-                rate: c1,
-                n_s: a.max(m + 1.0),
-                c: (c2 - c1) * n1 + c2 * (d - m),
-                lumps,
-            }
-        };
-        let mut best: Option<f64> = None;
-        for &tau in &taus {
-            let ln_p = |d: f64| -> Option<f64> {
+        let tau_rule = (1.0 / (theta * gap)).round().max(1.0);
+        let members: Vec<(usize, Start, bool)> = [(f, Start::M, true)]
+            .into_iter()
+            .chain(b_same.iter().map(|&g| (g, Start::M, false)))
+            .chain(b_high.iter().map(|&g| (g, Start::Zero, false)))
+            .chain(x1_same.iter().map(|&g| (g, Start::MaxAm, false)))
+            .chain(x1_high.iter().map(|&g| (g, Start::A, false)))
+            .collect();
+        let prep = self.prepare(k, &members, c1, &specs, x2_up, tau_rule)?;
+        // one block: n1 ∈ [a, a + τ), X2 over [0, a + τ), X1 from a, Doob from max(a, m + 1)
+        let block =
+            |d: f64, tau: f64, b: f64, fixed: Option<&[u8]>| -> Option<(f64, f64, Vec<u8>)> {
                 let m = d.ceil();
-                // blocks until t1's block is past t (n_s = a from then on), then two more
-                let b0 = ((m + 1.0) / tau).ceil();
-                let mut terms = Vec::new();
-                let mut b = 0.0;
-                let mut vals: Vec<WalkValue> = Vec::new();
-                loop {
-                    let v = self.walk_value(&block_walk(d, tau, b), k)?;
-                    terms.push(v.total());
-                    vals.push(v);
-                    if !has_x2 && c2 >= c1 {
-                        // n1 = 0 dominates every other hand-off: one term
-                        return Some(v.total());
-                    }
-                    if b >= b0 + 1.0 {
-                        break;
-                    }
-                    b += 1.0;
-                    if b > 10_000.0 {
-                        return None;
-                    }
-                }
-                // every later block: the walk part changes linearly, the lumps grow at most
-                // as fast as their growth bound
-                let n = vals.len();
-                let dwalk = vals[n - 1].walk - vals[n - 2].walk;
-                let growth = self.lump_growth(&block_walk(d, tau, b), k)? * tau;
-                let ln_r = dwalk + growth;
-                if !(ln_r < 0.0) {
-                    return None;
-                }
-                let last = terms[n - 1];
-                let tail = last + ln_r - (-ln_r.exp_m1()).ln();
-                terms.push(tail);
-                Some(log_sum_exp(&terms))
+                let a = b * tau;
+                let w = a + tau;
+                let n1 = if c2 >= c1 { a } else { a + tau - 1.0 };
+                let st = Starts { m, a, w };
+                let (walk, choice) = prep.walker.eval(
+                    theta,
+                    a.max(m + 1.0),
+                    (c2 - c1) * n1 + c2 * (d - m),
+                    &st,
+                    fixed,
+                )?;
+                let lumps = if single {
+                    0.0
+                } else {
+                    lumps_value(&prep.lumps, w)?
+                };
+                Some((walk, lumps, choice))
             };
-            if let Some(d) = solve_delay(ln_p, ln_eps) {
-                best = Some(best.map_or(d, |b: f64| b.min(d)));
+        let ln_p = |d: f64| -> Option<f64> {
+            if single {
+                return block(d, 1.0, 0.0, None).map(|(w, l, _)| w + l);
             }
-        }
-        best
-    }
-
-    /// The θ' of an upstream queue's tail bound at the analysis' grid point k: the grid point
-    /// above k (within p's stability) that gives the least lump at a one-step window.
-    fn upstream_tail(
-        &self,
-        k: i32,
-        relayed: &[usize],
-        others: &[usize],
-        rate: f64,
-        util: f64,
-    ) -> Option<i32> {
-        let mut best: Option<(f64, i32)> = None;
-        for kt in k + 1..=k + 24 {
-            let up = Upstream {
-                relayed: relayed.to_vec(),
-                others: others.to_vec(),
-                rate,
-                util,
-                window: 1.0,
-                tail: kt,
-            };
-            match self.upstream_ln_mgf(&up, k) {
-                Some(v) => {
-                    if best.map_or(true, |(b, _)| v < b) {
-                        best = Some((v, kt));
-                    }
+            let m = d.ceil();
+            // at most 32 blocks before t (any τ is valid)
+            let tau = tau_rule.max(((m + 1.0) / 32.0).ceil());
+            // blocks until t1's block is past t (the walk starts at a from then on), and one
+            let b_last = ((m + 1.0) / tau).ceil() + 1.0;
+            let mut terms = Vec::with_capacity(b_last as usize + 2);
+            let mut b = 0.0;
+            let (last_walk, last_lumps, choice) = loop {
+                let (walk, lumps, choice) = block(d, tau, b, None)?;
+                terms.push(walk + lumps);
+                if b >= b_last {
+                    break (walk, lumps, choice);
                 }
-                // beyond p's stability or the MGFs' domain: larger θ' only get worse
-                None => break,
-            }
-        }
-        best.map(|(_, kt)| kt)
-    }
-
-    // -----------------------------------------------------------------------------------------
-    // walks and lumps
-
-    /// ln of the bound on a walk's crossing at grid point k (module docs), `None` where the
-    /// walk is unstable or an MGF infinite.
-    fn walk_value(&self, walk: &Walk, k: i32) -> Option<WalkValue> {
-        let theta = grid_theta(k);
-        // groups with two or more flows involved: their walk members become excess lumps
-        let mut lumps = walk.lumps.clone();
-        let mut counts: HashMap<usize, usize> = HashMap::new();
-        let flows_of = |l: &Lump| -> Vec<usize> {
-            match l {
-                Lump::Window { flow, .. } | Lump::Excess { flow, .. } => vec![*flow],
-                Lump::Upstream(u) => u.relayed.iter().chain(&u.others).copied().collect(),
-            }
-        };
-        for g in walk
-            .members
-            .iter()
-            .map(|m| m.flow)
-            .chain(lumps.iter().flat_map(flows_of))
-        {
-            if let Some(grp) = self.group[g] {
-                *counts.entry(grp).or_default() += 1;
-            }
-        }
-        let dependent = |g: usize| self.group[g].is_some_and(|grp| counts[&grp] >= 2);
-        let mut rate = walk.rate;
-        let mut c = walk.c;
-        let mut ln_k = 0.0;
-        let mut drift = 0.0; // Σ ρ_g (n_s − s_g) of the independent members
-        let mut slope = 0.0; // Σ ρ_g of the independent members
-        let mut excess = Vec::new();
-        for m in &walk.members {
-            if m.start > walk.n_s {
+                b += 1.0;
+            };
+            // every later block with the last block's supermartingales: the walk part
+            // changes linearly, the lumps grow at most at their growth bound
+            let (next_walk, _, _) = block(d, tau, b + 1.0, Some(&choice))?;
+            let growth = lumps_growth(&prep.lumps, (b + 1.0) * tau)?;
+            let ln_r = next_walk - last_walk + growth * tau;
+            if !(ln_r < 0.0) {
                 return None;
             }
-            if dependent(m.flow) {
-                excess.push(*m);
-                continue;
-            }
-            let t = self.tilt(m.flow, k)?;
-            ln_k += if m.palm {
-                t.ln_kappa_palm?
-            } else {
-                t.ln_kappa
-            };
-            drift += t.rho * (walk.n_s - m.start);
-            slope += t.rho;
-        }
-        if !excess.is_empty() {
-            // the Hölder grid point of the component the excess lumps will join
-            let size = self.components(&lumps, &excess).max(1);
-            let kh = k + (PER_OCTAVE * (size as f64).log2()).ceil() as i32;
-            let tail = kh + PER_OCTAVE as i32;
-            for m in &excess {
-                let cap = self.tilt(m.flow, tail)?.rho;
-                rate -= cap;
-                c += cap * m.start;
-                lumps.push(Lump::Excess {
-                    flow: m.flow,
-                    palm: m.palm,
-                    tail,
-                });
-            }
-        }
-        if !(rate >= slope && rate > 0.0) {
-            return None;
-        }
-        let walk_part = ln_k - theta * (rate * walk.n_s - drift + c);
-        let lump_part = self.lumps_ln_mgf(&lumps, k)?;
-        let v = WalkValue {
-            walk: walk_part,
-            lumps: lump_part,
+            terms.push(last_walk + last_lumps + ln_r - (-ln_r.exp_m1()).ln());
+            Some(log_sum_exp(&terms))
         };
-        (v.walk.is_finite() && v.lumps.is_finite()).then_some(v)
-    }
-
-    /// The size of the largest group component the excess members join with the lumps.
-    fn components(&self, lumps: &[Lump], excess: &[Member]) -> usize {
-        let mut sets: Vec<Vec<usize>> = lumps.iter().map(|l| self.groups_of(l)).collect();
-        sets.extend(excess.iter().map(|m| self.group[m.flow].into_iter().collect()));
-        union_sizes(&sets).into_iter().max().unwrap_or(1)
-    }
-
-    fn groups_of(&self, l: &Lump) -> Vec<usize> {
-        let mut v: Vec<usize> = match l {
-            Lump::Window { flow, .. } | Lump::Excess { flow, .. } => {
-                self.group[*flow].into_iter().collect()
-            }
-            Lump::Upstream(u) => u
-                .relayed
-                .iter()
-                .chain(&u.others)
-                .filter_map(|&g| self.group[g])
-                .collect(),
-        };
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
-    /// ln E[e^{θ Σ lumps}] at grid point k: independent components multiply; lumps that share
-    /// a group combine by Hölder's inequality.
-    fn lumps_ln_mgf(&self, lumps: &[Lump], k: i32) -> Option<f64> {
-        let sets: Vec<Vec<usize>> = lumps.iter().map(|l| self.groups_of(l)).collect();
-        let comp = component_ids(&sets);
-        let mut total = 0.0;
-        let ncomp = comp.iter().copied().max().map_or(0, |x| x + 1);
-        for c in 0..ncomp {
-            let members: Vec<&Lump> = lumps
-                .iter()
-                .zip(&comp)
-                .filter(|(_, &x)| x == c)
-                .map(|(l, _)| l)
-                .collect();
-            if members.len() == 1 {
-                total += self.lump_ln_mgf(members[0], k)?;
-            } else {
-                let kh = k + (PER_OCTAVE * (members.len() as f64).log2()).ceil() as i32;
-                let scale = grid_theta(k) / grid_theta(kh);
-                for l in members {
-                    total += scale * self.lump_ln_mgf(l, kh)?;
-                }
-            }
-        }
-        Some(total)
-    }
-
-    /// ln E[e^{θ L}] of one lump at grid point k.
-    fn lump_ln_mgf(&self, l: &Lump, k: i32) -> Option<f64> {
-        let theta = grid_theta(k);
-        match l {
-            Lump::Window { flow, len } => {
-                let t = self.tilt(*flow, k)?;
-                Some(t.ln_kappa + len * theta * t.rho)
-            }
-            Lump::Excess { flow, palm, tail } => {
-                if *tail <= k {
-                    return None;
-                }
-                let t = self.tilt(*flow, *tail)?;
-                let ln_g = if *palm {
-                    t.ln_kappa_palm?
-                } else {
-                    t.ln_kappa
-                };
-                // E[e^{θY}] = 1 + ∫θe^{θy} P(Y > y) dy with P(Y > y) ≤ min(1, G e^{−θ''y})
-                Some(ln_1p_tail(0.0, ln_g, theta, grid_theta(*tail)))
-            }
-            Lump::Upstream(u) => self.upstream_ln_mgf(u, k),
-        }
-    }
-
-    /// ln E[e^{θ L_p}] (module docs, "Two queues").
-    fn upstream_ln_mgf(&self, u: &Upstream, k: i32) -> Option<f64> {
-        if u.tail <= k || !(u.util < 1.0) {
-            return None;
-        }
-        // the relayed flows' arrivals over the window
-        let windows: Vec<Lump> = u
-            .relayed
-            .iter()
-            .map(|&g| Lump::Window {
-                flow: g,
-                len: u.window,
-            })
-            .collect();
-        let ln_r = self.lumps_ln_mgf(&windows, k)?;
-        // p's walk: relayed from 0, the others from the window's end, at θ'
-        let mut members: Vec<Member> = u
-            .relayed
-            .iter()
-            .map(|&g| Member {
-                flow: g,
-                start: 0.0,
-                palm: false,
-            })
-            .collect();
-        members.extend(u.others.iter().map(|&g| Member {
-            flow: g,
-            start: u.window,
-            palm: false,
-        }));
-        let up = Walk {
-            members,
-            rate: u.rate,
-            n_s: u.window + 1.0,
-            c: -u.rate * u.window,
-            lumps: Vec::new(),
-        };
-        let ln_g = self.walk_value(&up, u.tail)?.total();
-        let theta = grid_theta(k);
-        let theta_t = grid_theta(u.tail);
-        // E[e^{θR}] + ∫θe^{θy} min(U, G e^{−θ'y}) dy
-        let ln_i = ln_tail_integral(u.util.ln(), ln_g, theta, theta_t);
-        Some(log_sum_exp(&[ln_r, ln_i]))
-    }
-
-    /// An upper bound on the growth per step of window of ln E[e^{θ Σ lumps}].
-    fn lump_growth(&self, walk: &Walk, k: i32) -> Option<f64> {
-        let sets: Vec<Vec<usize>> = walk.lumps.iter().map(|l| self.groups_of(l)).collect();
-        let comp = component_ids(&sets);
-        let sizes = {
-            let mut s = vec![0usize; comp.iter().copied().max().map_or(0, |x| x + 1)];
-            for &c in &comp {
-                s[c] += 1;
-            }
-            s
-        };
-        let mut g = 0.0;
-        for (l, &c) in walk.lumps.iter().zip(&comp) {
-            let kk = if sizes[c] > 1 {
-                k + (PER_OCTAVE * (sizes[c] as f64).log2()).ceil() as i32
-            } else {
-                k
-            };
-            let scale = grid_theta(k) / grid_theta(kk);
-            g += scale
-                * match l {
-                    Lump::Window { flow, .. } => grid_theta(kk) * self.tilt(*flow, kk)?.rho,
-                    Lump::Excess { .. } => 0.0,
-                    Lump::Upstream(u) => {
-                        // the relayed window grows at θρ(θ); the tail term at most at θ'ρ(θ')
-                        let kt = u.tail.max(kk);
-                        grid_theta(kt) * self.rho(&u.relayed, kt)?
-                    }
-                };
-        }
-        // dependent walk members become excess lumps with no growth; nothing else grows
-        Some(g)
+        solve_delay(ln_p, ln_eps)
     }
 }
 
-/// Smallest d ≥ 0 [steps] with ln_p(d) ≤ ln_eps, by doubling then bisection; ln_p must be
-/// non-increasing in d. `None` when no d up to 2⁴⁰ steps qualifies.
+/// A d ≥ 0 [steps] with ln_p(d) ≤ ln_eps, within 0.1% of the least one: doubling to a bracket,
+/// then regula falsi (Illinois) on ln_p(d) − ln_eps, bisection where a value is undefined;
+/// ln_p must be non-increasing in d. `None` when no d up to 10⁹ steps qualifies.
 fn solve_delay(ln_p: impl Fn(f64) -> Option<f64>, ln_eps: f64) -> Option<f64> {
-    let ok = |d: f64| ln_p(d).is_some_and(|v| v <= ln_eps);
-    if ok(0.0) {
+    let g = |d: f64| ln_p(d).map(|v| v - ln_eps);
+    let at0 = g(0.0);
+    if at0.is_some_and(|v| v <= 0.0) {
         return Some(0.0);
     }
-    let mut hi = 1.0;
-    while !ok(hi) {
+    let (mut lo, mut g_lo) = (0.0, at0);
+    let (mut hi, mut g_hi) = (1.0, g(1.0));
+    while !g_hi.is_some_and(|v| v <= 0.0) {
+        (lo, g_lo) = (hi, g_hi);
         hi *= 2.0;
-        if hi > 1e12 {
+        if hi > 1e9 {
             return None;
         }
+        g_hi = g(hi);
     }
-    let mut lo = if hi > 1.0 { hi / 2.0 } else { 0.0 };
-    while hi - lo > 1e-4 * hi.max(1.0) {
-        let mid = 0.5 * (lo + hi);
-        if ok(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
+    let mut side = 0i8;
+    for _ in 0..60 {
+        if hi - lo <= 1e-3 * hi.max(1.0) {
+            break;
+        }
+        let (Some(a), Some(b)) = (g_lo, g_hi) else {
+            let mid = 0.5 * (lo + hi);
+            match g(mid) {
+                Some(v) if v <= 0.0 => (hi, g_hi) = (mid, Some(v)),
+                other => (lo, g_lo) = (mid, other),
+            }
+            continue;
+        };
+        // a > 0 ≥ b; Illinois: halve the value of an end kept twice
+        let x = (lo * b - hi * a) / (b - a);
+        let x = if x > lo && x < hi { x } else { 0.5 * (lo + hi) };
+        match g(x) {
+            Some(v) if v <= 0.0 => {
+                (hi, g_hi) = (x, Some(v));
+                if side == 1 {
+                    g_lo = Some(a / 2.0);
+                }
+                side = 1;
+            }
+            other => {
+                (lo, g_lo) = (x, other);
+                if side == -1 {
+                    g_hi = Some(b / 2.0);
+                }
+                side = -1;
+            }
         }
     }
     Some(hi)
@@ -1249,16 +1190,6 @@ fn component_ids(sets: &[Vec<usize>]) -> Vec<usize> {
         .collect()
 }
 
-/// Sizes of the components of `sets`.
-fn union_sizes(sets: &[Vec<usize>]) -> Vec<usize> {
-    let ids = component_ids(sets);
-    let mut sizes = vec![0; ids.iter().copied().max().map_or(0, |x| x + 1)];
-    for c in ids {
-        sizes[c] += 1;
-    }
-    sizes
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1267,13 +1198,20 @@ mod tests {
     fn grid_points_bracket_theta() {
         for theta in [1e-7, 3.3e-6, 1.0, 17.0, 1e4] {
             let k = grid_at_least(theta);
-            assert!(grid_theta(k) >= theta && grid_theta(k - 1) < theta, "{theta}");
+            assert!(
+                grid_theta(k) >= theta && grid_theta(k - 1) < theta,
+                "{theta}"
+            );
         }
     }
 
     #[test]
     fn the_tail_integral_matches_quadrature() {
-        for (u, g, th, tt) in [(0.05, 0.3, 1.0, 2.0), (0.05, 3.0, 1.0, 1.5), (1.0, 0.5, 2.0, 3.0)] {
+        for (u, g, th, tt) in [
+            (0.05, 0.3, 1.0, 2.0),
+            (0.05, 3.0, 1.0, 1.5),
+            (1.0, 0.5, 2.0, 3.0),
+        ] {
             let got = ln_tail_integral(f64::ln(u), f64::ln(g), th, tt).exp();
             let mut want = 0.0;
             let dy = 1e-4;
@@ -1300,6 +1238,5 @@ mod tests {
         assert_eq!(ids[0], ids[2]);
         assert_ne!(ids[0], ids[1]);
         assert_eq!(ids[3], ids[4]);
-        assert_eq!(union_sizes(&[vec![1], vec![1], vec![2]]), vec![2, 1]);
     }
 }

@@ -25,6 +25,8 @@ pub enum PolicyArg {
     /// DNC with fixed QJump levels, each tenant at the first level meeting its SLO
     #[value(name = "qjump++")]
     QjumpPlusPlus,
+    /// SNC-Meister's admission with martingale bounds (tighter; one- and two-queue paths)
+    SncMartingale,
 }
 
 impl From<PolicyArg> for Policy {
@@ -34,6 +36,7 @@ impl From<PolicyArg> for Policy {
             PolicyArg::PriorityMeister => Policy::PriorityMeister,
             PolicyArg::SiloPlusPlus => Policy::SiloPlusPlus,
             PolicyArg::QjumpPlusPlus => Policy::QjumpPlusPlus,
+            PolicyArg::SncMartingale => Policy::SncMartingale,
         }
     }
 }

@@ -21,6 +21,9 @@ pub enum MethodArg {
     SncConv,
     /// deterministic network calculus with static priorities (PriorityMeister-style)
     Dnc,
+    /// SNC with martingale envelopes and Doob's inequality (per arrival; one- and two-queue
+    /// paths)
+    SncMartingale,
 }
 
 impl From<MethodArg> for Method {
@@ -30,6 +33,7 @@ impl From<MethodArg> for Method {
             MethodArg::SncHop => Method::SncHop,
             MethodArg::SncConv => Method::SncConv,
             MethodArg::Dnc => Method::Dnc,
+            MethodArg::SncMartingale => Method::SncMartingale,
         }
     }
 }
@@ -63,7 +67,8 @@ pub struct BoundArgs {
     /// check every tenant at this percentile instead of its own (e.g. 99.9)
     #[arg(long)]
     pub percentile: Option<f64>,
-    /// how the SNC bound is minimised over θ
+    /// how the SNC bound is minimised over θ (the snc-meister, snc-hop and snc-conv analyses;
+    /// snc-martingale searches its own grid)
     #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]
     pub theta: ThetaArg,
     /// print JSON on stdout

@@ -85,7 +85,7 @@ pub struct BoundsCommon {
     pub percentile: f64,
     /// analyses to compare, comma-separated
     #[arg(long, value_enum, value_delimiter = ',',
-          default_values_t = [MethodArg::Dnc, MethodArg::SncHop, MethodArg::SncConv, MethodArg::SncMeister])]
+          default_values_t = [MethodArg::Dnc, MethodArg::SncHop, MethodArg::SncConv, MethodArg::SncMeister, MethodArg::SncMartingale])]
     pub methods: Vec<MethodArg>,
     /// θ search of the SNC bounds
     #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]

@@ -46,7 +46,7 @@ pub struct AdmissionArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "snc-meister,priority-meister,silo++,qjump++"
+        default_value = "snc-meister,priority-meister,silo++,qjump++,snc-martingale"
     )]
     pub policies: Vec<PolicyArg>,
     /// search OPT (bisection in replay) on this many of the runs, the first ones
@@ -277,7 +277,7 @@ fn diagnosis(policy: &str, t: &Checked, worst_s: f64) -> String {
         Some(b) => format!(
             "; bound on its replayed half only {:.1} ms, with the same decisions: {} wrong",
             b * 1e3,
-            if policy == Policy::SncMeister.as_str() {
+            if policy.parse::<Policy>().is_ok_and(Policy::is_snc) {
                 "its MMPP fit, a bound or the simulator is"
             } else {
                 "a bound (the arrival curve is exact) or the simulator is"
