@@ -259,7 +259,7 @@ impl CompoundPoisson {
         cells: usize,
         epsilon: f64,
     ) -> Option<usize> {
-        if !(h > 0.0) {
+        if h.is_nan() || h <= 0.0 {
             return None;
         }
         let tails = self.tails(rho, h, cells);

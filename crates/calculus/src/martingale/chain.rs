@@ -170,7 +170,7 @@ impl Envelope {
             let mut leave = vec![0.0; k];
             for (a, &i) in class.iter().enumerate() {
                 let row_sum: f64 = class.iter().map(|&j| mmpp.transition[i][j]).sum();
-                if !(row_sum > 0.0) {
+                if row_sum.is_nan() || row_sum <= 0.0 {
                     return Err(format!("state {i} has no transition within its class"));
                 }
                 for (b, &j) in class.iter().enumerate() {
@@ -293,7 +293,7 @@ impl Envelope {
             }
         }
         let lambda_g = perron_root(&g, k);
-        if !(lambda_g > r.resolution) || !lambda_g.is_finite() {
+        if lambda_g.is_nan() || lambda_g <= r.resolution || !lambda_g.is_finite() {
             return None;
         }
         let ln_lambda = lambda_g.ln_1p();
@@ -347,7 +347,7 @@ impl Envelope {
         let finite = |o: &Opt| {
             o.rho.is_finite()
                 && o.ln_kappa.is_finite()
-                && o.ln_kappa_palm.map_or(true, |x| x.is_finite())
+                && o.ln_kappa_palm.is_none_or(|x| x.is_finite())
         };
         (finite(&perron) && finite(&peak)).then_some(Tilt {
             opts: [perron, peak],
@@ -440,9 +440,9 @@ fn strongly_connected(p: &[Vec<f64>]) -> Vec<Vec<usize>> {
         comp[s] = id;
         let mut stack = vec![s];
         while let Some(v) = stack.pop() {
-            for w in 0..n {
-                if edge(w, v) && comp[w] == usize::MAX {
-                    comp[w] = id;
+            for (w, c) in comp.iter_mut().enumerate() {
+                if *c == usize::MAX && edge(w, v) {
+                    *c = id;
                     members.push(w);
                     stack.push(w);
                 }

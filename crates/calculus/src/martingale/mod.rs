@@ -9,10 +9,11 @@
 //! coarse union bound (in the spirit of Bouillard, "Stochastic network calculus with localized
 //! application of martingales", 2022). No I/O, no clock; nothing non-finite leaves it.
 //!
-//! * [`chain`]: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ).
+//! * [`chain`]: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales.
+//! * `walk`: Doob walks and lumps prepared at one θ as plain arrays.
 //! * this module: which flows a flow's bound involves, the bound of one queue and of a
-//!   two-queue path, the search over θ and the block length, and a per-thread cache of the
-//!   envelopes (the admission engine bounds the same flows decision after decision).
+//!   two-queue path, the search over θ, and a per-thread cache of the envelopes (the
+//!   admission engine bounds the same flows decision after decision).
 //!
 //! # Units
 //!
@@ -50,6 +51,14 @@
 //! martingales is a martingale for the joint past, its expectation the product of theirs.
 //! Unlike the MGF calculus there is no sum over the time of the crossing, which is what the
 //! SNC-Meister bound pays as ln(1 − e^{θ(ρ_A+ρ_S)}) per queue and per convolution.
+//!
+//! Any h > 0 with P̃Dh ≤ λ'h gives a *super*martingale with the same consequences (ρ = ln λ'/θ).
+//! Besides the Perron vector every flow offers h ≡ 1 with λ' = max_i (P̃D1)_i: the fitted
+//! chains change state every few seconds, i.e. every ~10⁵ steps, and for them the Perron
+//! vector's components differ by about e^{θ·(work of a whole stay)} (κ of e^4 to e^8 per flow
+//! at useful θ), while λ' is within a few percent of sp and κ ≤ 1. Each walk picks, per flow,
+//! the one with the smaller cost ln κ + θρ·(its steps in the walk), keeping Σρ within the
+//! rate.
 //!
 //! # The delay of a flow's arrival at one queue
 //!
@@ -119,10 +128,20 @@
 //! # Search
 //!
 //! θ runs over the grid 2^{k/8} [1/work] (envelopes are cached per grid point, shared by every
-//! bound of an analysis and, per thread, across analyses), from the largest θ where the
-//! queues are stable downwards while the bound improves; per θ the block length is the better
-//! of two (θ·τ·gap = 0.4 or 1.2 for q2's leftover gap) and d solves P(delay > d) = ε by
-//! bisection. Any θ and τ give a valid bound; the search only makes it small.
+//! bound of an analysis and, per thread, across analyses): down from the largest θ where the
+//! queues are stable in steps of 4 grid points while the bound improves, then the neighbours
+//! of the best. Per θ the block length τ makes θ·τ·gap ≈ 1 for q2's leftover gap (at most 32
+//! blocks before t), each upstream's θ' is the grid point that minimises its lump at one
+//! block, and d solves P(delay > d) = ε by regula falsi (to 0.1%, from above). Any θ, τ and θ'
+//! give a valid bound; the search only makes it small.
+//!
+//! # Limits
+//!
+//! The bounds are exponential in θ: a co-tenant whose batches reach megabytes keeps θ below
+//! about 1/(its largest batch), and every nat of ln(1/ε) then costs that batch's transmission
+//! time, for every flow of its level and below on its queues. Removing the union bound over
+//! time (about ln(1/(θ·gap)) ≈ 5–6 nats per queue at these θ) is what this analysis gains over
+//! SNC-Meister's; rare multi-megabyte batches still dominate (see the README).
 
 mod chain;
 mod walk;
@@ -201,9 +220,11 @@ struct Cached {
 /// decision); cleared when it holds this many.
 const CACHE_LIMIT: usize = 4096;
 
+/// Envelopes by fingerprint (each with its model, to tell collisions apart), and how many.
+type Cache = (usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>);
+
 thread_local! {
-    static CACHE: RefCell<(usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>)> =
-        RefCell::new((0, HashMap::new()));
+    static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
 }
 
 /// Empties this thread's envelope cache (for benchmarks of a first decision; results never
@@ -463,8 +484,8 @@ impl<'a> Analysis<'a> {
                 ),
             )
         };
-        match path.as_slice() {
-            &[q] => {
+        match *path.as_slice() {
+            [q] => {
                 let (mut high, mut same) = (Vec::new(), Vec::new());
                 for g in self.at_queue(q, lvl, f) {
                     if self.first_hop(g) != q {
@@ -482,7 +503,7 @@ impl<'a> Analysis<'a> {
                     same,
                 })
             }
-            &[q1, q2] => {
+            [q1, q2] => {
                 let (mut b_high, mut b_same, mut x1_high, mut x1_same) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for g in self.at_queue(q1, lvl, f) {
@@ -758,7 +779,7 @@ impl<'a> Analysis<'a> {
     // preparing walks
 
     /// The flows inside a lump spec.
-    fn spec_flows<'p>(&self, s: LumpSpec, ups: &'p [UpSpec]) -> Vec<usize> {
+    fn spec_flows(&self, s: LumpSpec, ups: &[UpSpec]) -> Vec<usize> {
         match s {
             LumpSpec::Window(g) => vec![g],
             LumpSpec::Up(i) => ups[i]
@@ -867,7 +888,7 @@ impl<'a> Analysis<'a> {
     /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
     /// the least value at a window of `w_ref` steps.
     fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
-        if !(u.util < 1.0) {
+        if u.util.is_nan() || u.util >= 1.0 {
             return None;
         }
         let theta = grid_theta(k);
@@ -1002,7 +1023,7 @@ impl<'a> Analysis<'a> {
             q2_flows.extend(&u.relayed);
         }
         let gap = c2 - self.rho(&q2_flows, k)?;
-        if !(gap > 0.0) {
+        if gap.is_nan() || gap <= 0.0 {
             return None;
         }
         let tau_rule = (1.0 / (theta * gap)).round().max(1.0);
@@ -1060,7 +1081,7 @@ impl<'a> Analysis<'a> {
             let (next_walk, _, _) = block(d, tau, b + 1.0, Some(&choice))?;
             let growth = lumps_growth(&prep.lumps, (b + 1.0) * tau)?;
             let ln_r = next_walk - last_walk + growth * tau;
-            if !(ln_r < 0.0) {
+            if ln_r.is_nan() || ln_r >= 0.0 {
                 return None;
             }
             terms.push(last_walk + last_lumps + ln_r - (-ln_r.exp_m1()).ln());

@@ -69,7 +69,7 @@ impl Walker {
         st: &Starts,
         fixed: Option<&[u8]>,
     ) -> Option<(f64, Vec<u8>)> {
-        if !(self.rate > 0.0) {
+        if self.rate.is_nan() || self.rate <= 0.0 {
             return None;
         }
         let mut weight = Vec::with_capacity(self.members.len());
@@ -106,7 +106,7 @@ impl Walker {
                                 self.members[i].0[cur as usize].0 - self.members[i].0[o as usize].0;
                             if saved > 0.0 {
                                 let per = (cost(i, o as usize) - cost(i, cur as usize)) / saved;
-                                if best.map_or(true, |(b, _, _)| per < b) {
+                                if best.is_none_or(|(b, _, _)| per < b) {
                                     best = Some((per, i, o));
                                 }
                             }
@@ -127,7 +127,7 @@ impl Walker {
             drift += rho * weight[i];
             slope += rho;
         }
-        if !(self.rate >= slope) {
+        if self.rate < slope {
             return None;
         }
         let lift: f64 = self.caps.iter().map(|(cap, s)| cap * st.of(*s)).sum();
