@@ -17,7 +17,11 @@ fn bounds_tenants_writes_json_and_svg() {
         svg.to_str().unwrap(),
     ]);
     assert_eq!(exp.rows.len(), 2);
-    assert_eq!(exp.methods.len(), 4);
+    assert_eq!(
+        exp.methods.len(),
+        5,
+        "the default methods: dnc, snc-hop, snc-conv, snc-meister, snc-martingale"
+    );
     let written: BoundsExperiment =
         serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
     assert_eq!(written, exp);
@@ -65,7 +69,11 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
         .sum();
     assert_eq!(done.status.code() == Some(1), violations > 0);
     for run in &r.runs {
-        assert_eq!(run.policies.len(), 4);
+        assert_eq!(
+            run.policies.len(),
+            5,
+            "the four policies and snc-martingale"
+        );
         for p in run.policies.values() {
             assert!(p.admitted <= 16 && p.violations <= p.admitted);
             assert_eq!(p.violators.len(), p.violations);
