@@ -9,7 +9,7 @@
 //! coarse union bound (in the spirit of Bouillard, "Stochastic network calculus with localized
 //! application of martingales", 2022). No I/O, no clock; nothing non-finite leaves it.
 //!
-//! * [`chain`]: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales.
+//! * `chain`: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales.
 //! * `walk`: Doob walks and lumps prepared at one θ as plain arrays.
 //! * this module: which flows a flow's bound involves, the bound of one queue and of a
 //!   two-queue path, the search over θ, and a per-thread cache of the envelopes (the
