@@ -505,3 +505,181 @@ impl ControlState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailbound_allocation::VdcSpec;
+
+    pub(crate) const SPEC: &str = r#"
+header_bytes = 0
+[[servers]]
+name = "s0"
+link = 1e9
+[[appliances]]
+name = "kv"
+server = "s0"
+capacity = 1e6
+estimate = false
+[[tenants]]
+name = "A"
+vms = [{ name = "a", server = "s0", link = 1e9 }]
+appliances = [{ name = "kv", appliance = "kv", guarantee = 4e5 }]
+flows = [{ name = "a-kv", src = "a", dst = "kv" }]
+[[tenants]]
+name = "B"
+vms = [{ name = "b", server = "s0", link = 1e9 }]
+appliances = [{ name = "kv", appliance = "kv", guarantee = 4e5 }]
+flows = [{ name = "b-kv", src = "b", dst = "kv" }]
+"#;
+
+    const S: u64 = 1_000_000_000;
+
+    fn state() -> ControlState {
+        let (_, dc) = VdcSpec::parse("t.toml", SPEC).unwrap();
+        ControlState::new(dc, ControlConfig::default(), 0).unwrap()
+    }
+
+    /// A flow that used `u` tokens on every hop during `span_ns` and has `b` queued.
+    fn stats(flow: &str, u: f64, b: f64) -> FlowStats {
+        let v = |x: f64| vec![x; 3];
+        FlowStats {
+            flow: flow.into(),
+            report: FlowReport {
+                utilization: v(u),
+                backlog: v(b),
+                queueing: v(0.0),
+                outstanding: v(0.0),
+                completed: v(u),
+                samples: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn demand_from_reports_drives_the_allocation() {
+        let mut s = state();
+        let reg = Register {
+            flows: vec!["A/a-kv".into(), "B/b-kv".into()],
+        };
+        let u = s.register("e1", &reg, 0).unwrap();
+        assert_eq!(u.epoch, 1);
+        assert_eq!(u.flows[0].rates, vec![0.0; 3]);
+        assert_eq!(u.next_step_in_ns, S);
+        // A asks for 9e5 tokens/s at the appliance, B for 1e5: half a second's worth each,
+        // in two half-interval reports that are merged and scaled to the interval
+        for _ in 0..2 {
+            let r = Report {
+                span_ns: S / 2,
+                flows: vec![stats("A/a-kv", 4.5e5, 0.0), stats("B/b-kv", 0.5e5, 0.0)],
+            };
+            s.report("e1", r, S / 2).unwrap();
+        }
+        assert!(!s.step(S - 1).unwrap());
+        assert!(s.step(S).unwrap());
+        let u = s.allocation("e1", S).unwrap();
+        assert_eq!(u.epoch, 2);
+        // the first report starts the moving average: A demands 9e5, B 1e5 [tokens/s]; B
+        // gets its demand, A its guarantee (4e5) and the rest of the appliance's 1e6
+        let a = u.flows[0].rates[1];
+        let b = u.flows[1].rates[1];
+        assert!((b - 1e5).abs() < 1.0, "B {b}");
+        assert!((a - 9e5).abs() < 1.0, "A {a}");
+    }
+
+    #[test]
+    fn reports_are_checked_before_anything_is_recorded() {
+        let mut s = state();
+        let reg = Register {
+            flows: vec!["A/a-kv".into()],
+        };
+        assert!(matches!(
+            s.register("bad id", &reg, 0),
+            Err(ControlError::BadId(_))
+        ));
+        let e = s
+            .register(
+                "e1",
+                &Register {
+                    flows: vec!["A/nope".into()],
+                },
+                0,
+            )
+            .unwrap_err();
+        assert_eq!(e.status(), 422);
+        assert!(e.to_string().contains("A/a-kv, B/b-kv"), "{e}");
+        let r = || Report {
+            span_ns: S,
+            flows: vec![stats("A/a-kv", 1.0, 0.0)],
+        };
+        assert_eq!(s.report("e1", r(), 0).unwrap_err().status(), 404);
+        s.register("e1", &reg, 0).unwrap();
+        let mut bad = r();
+        bad.flows.push(stats("B/b-kv", 1.0, 0.0));
+        assert!(matches!(
+            s.report("e1", bad, 0),
+            Err(ControlError::NotOwner { .. })
+        ));
+        let mut short = r();
+        short.flows[0].report.backlog.pop();
+        let e = s.report("e1", short, 0).unwrap_err();
+        assert!(e.to_string().contains("backlog has 2 entries"), "{e}");
+        assert!(s.merged.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn silent_enforcers_are_flagged_and_keep_their_allocation() {
+        let mut s = state();
+        let reg = Register {
+            flows: vec!["A/a-kv".into()],
+        };
+        s.register("e1", &reg, 0).unwrap();
+        s.report(
+            "e1",
+            Report {
+                span_ns: S,
+                flows: vec![stats("A/a-kv", 3e5, 0.0)],
+            },
+            S - 1,
+        )
+        .unwrap();
+        s.step(S).unwrap();
+        let before = s.allocation("e1", S).unwrap().flows;
+        for k in 2..=5 {
+            s.step(k * S).unwrap();
+        }
+        let st = s.status(5 * S);
+        assert!(st.enforcers[0].stale, "{st:?}");
+        assert_eq!(s.allocation("e1", 5 * S).unwrap().flows, before);
+        // reporting again clears the flag
+        s.report(
+            "e1",
+            Report {
+                span_ns: S,
+                flows: vec![stats("A/a-kv", 3e5, 0.0)],
+            },
+            5 * S,
+        )
+        .unwrap();
+        assert!(!s.status(5 * S).enforcers[0].stale);
+    }
+
+    #[test]
+    fn a_flow_registered_elsewhere_moves() {
+        let mut s = state();
+        let reg = Register {
+            flows: vec!["A/a-kv".into()],
+        };
+        s.register("e1", &reg, 0).unwrap();
+        s.register("e2", &reg, 0).unwrap();
+        let st = s.status(0);
+        assert_eq!(st.flows[0].enforcer.as_deref(), Some("e2"));
+        assert!(st
+            .enforcers
+            .iter()
+            .find(|e| e.id == "e1")
+            .unwrap()
+            .flows
+            .is_empty());
+    }
+}
