@@ -66,6 +66,11 @@ pub enum Command {
     /// Measure RTT distributions of TCP and UDP exchanges (the tail-latency study)
     #[command(subcommand)]
     Probe(cmd::probe::ProbeCommand),
+    /// The operator's virtual datacenters: check, allocate, run Pulsar's controller
+    #[command(subcommand)]
+    Vdc(cmd::vdc::VdcCommand),
+    /// Run Pulsar's rate enforcer as a proxy in front of a memcached
+    Enforcer(cmd::enforcer::EnforcerArgs),
 }
 
 /// Runs one parsed command.
@@ -82,6 +87,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Place(a) => cmd::place::run(a),
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
+        Command::Vdc(c) => cmd::vdc::run(c),
+        Command::Enforcer(a) => cmd::enforcer::run(a),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod alloc;
 pub mod bound;
 pub mod curve;
 pub mod demo;
+pub mod enforcer;
 pub mod experiment;
 pub mod experiment_admission;
 pub mod experiment_placement;
@@ -14,6 +15,7 @@ pub mod place;
 pub mod probe;
 pub mod simulate;
 pub mod trace;
+pub mod vdc;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
