@@ -12,3 +12,4 @@ mod place;
 mod probe;
 mod simulate;
 mod trace;
+mod vdc;
