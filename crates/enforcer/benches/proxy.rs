@@ -13,7 +13,9 @@ use tailbound_allocation::VdcSpec;
 use tailbound_dataplane::clock::MonotonicClock;
 use tailbound_dataplane::memcache::load::{run_load, LoadMode, LoadResult, LoadSpec};
 use tailbound_dataplane::memcache::{Memcached, MemcachedOptions};
-use tailbound_enforcer::{Charger, FlowSetup, Identify, ListenerSpec, Proxy, ProxyConfig, ProxyFlow};
+use tailbound_enforcer::{
+    Charger, FlowSetup, Identify, ListenerSpec, Proxy, ProxyConfig, ProxyFlow,
+};
 
 const SPEC: &str = r#"
 [[servers]]
@@ -31,7 +33,10 @@ flows = [{ name = "a-kv", src = "a", dst = "kv" }]
 "#;
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -157,7 +162,11 @@ fn main() {
                     }
                 };
                 // alternate which side goes first
-                let order = if round % 2 == 0 { [false, true] } else { [true, false] };
+                let order = if round % 2 == 0 {
+                    [false, true]
+                } else {
+                    [true, false]
+                };
                 for through_proxy in order {
                     let addr = if through_proxy { via } else { mc.addr() };
                     match run_load(&spec(addr, m)) {
@@ -172,7 +181,13 @@ fn main() {
                     }
                 }
             }
-            let md = |v: &Vec<f64>| if v.is_empty() { f64::NAN } else { median(v.clone()) };
+            let md = |v: &Vec<f64>| {
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    median(v.clone())
+                }
+            };
             let row = Row {
                 value_bytes: size,
                 mode,
@@ -199,10 +214,26 @@ fn main() {
     }
     println!(
         "{:>8}  {:<6}  {:>12}  {:>12}  {:>8}  {:>9}  {:>9}  {:>9}  {:>9}  {:>10}  {:>10}",
-        "value", "loop", "direct [/s]", "proxy [/s]", "loss [%]", "p50 dir", "p50 prx", "p99 dir", "p99 prx", "+p50 [µs]", "+p99 [µs]"
+        "value",
+        "loop",
+        "direct [/s]",
+        "proxy [/s]",
+        "loss [%]",
+        "p50 dir",
+        "p50 prx",
+        "p99 dir",
+        "p99 prx",
+        "+p50 [µs]",
+        "+p99 [µs]"
     );
     for r in &rows {
-        let md = |v: &Vec<f64>| if v.is_empty() { f64::NAN } else { median(v.clone()) };
+        let md = |v: &Vec<f64>| {
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                median(v.clone())
+            }
+        };
         println!(
             "{:>8}  {:<6}  {:>12.0}  {:>12.0}  {:>8.2}  {:>9.1}  {:>9.1}  {:>9.1}  {:>9.1}  {:>10.1}  {:>10.1}",
             r.value_bytes,
@@ -218,7 +249,10 @@ fn main() {
             r.added_p99_us
         );
         if r.direct.errors + r.proxied.errors > 0 {
-            println!("          errors: direct {}, proxy {}", r.direct.errors, r.proxied.errors);
+            println!(
+                "          errors: direct {}, proxy {}",
+                r.direct.errors, r.proxied.errors
+            );
         }
     }
     if let Ok(path) = std::env::var("ENFORCER_BENCH_JSON") {

@@ -885,7 +885,7 @@ async fn reply_task(
             };
             let Some(c) = chunk else {
                 // the client gets what is ready while the backend works
-                if out.len() > 0 {
+                if !out.is_empty() {
                     if let Err(e) = write_client(&mut cw, &mut out, ct).await {
                         break 'run Err(e);
                     }
@@ -935,9 +935,10 @@ async fn reply_task(
                     }
                 }
             };
-            if shape == ReplyShape::Retrieval && !c.done && !c.error {
-                sizes.push(c.value_bytes);
-            } else if shape == ReplyShape::Meta && c.code == *b"VA" && reads > 0 {
+            // a value read: every item of a retrieval, the `VA` of an `mg`
+            let value = (shape == ReplyShape::Retrieval && !c.done && !c.error)
+                || (shape == ReplyShape::Meta && c.code == *b"VA" && reads > 0);
+            if value {
                 sizes.push(c.value_bytes);
             }
             let drop_it = match suppressed {

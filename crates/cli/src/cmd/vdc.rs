@@ -399,7 +399,7 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
 fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     let dc = load_vdc(&a.file)?;
     let interval_ns = (a.interval * 1e9).round();
-    if !(interval_ns >= 1e6 && interval_ns <= 3.6e12) {
+    if !(1e6..=3.6e12).contains(&interval_ns) {
         bail!("--interval {} s: use 1ms to 1h", a.interval);
     }
     let cfg = ControlConfig {

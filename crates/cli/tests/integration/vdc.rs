@@ -11,7 +11,10 @@ use tailbound_control::protocol::Status;
 use tailbound_dataplane::memcache::server::available;
 use tailbound_dataplane::memcache::{Memcached, MemcachedOptions};
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../allocation/examples/vdc.toml");
+const EXAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../allocation/examples/vdc.toml"
+);
 
 #[test]
 fn vdc_check_shows_paths_and_names_bad_fields() {
@@ -19,7 +22,10 @@ fn vdc_check_shows_paths_and_names_bad_fields() {
     assert_eq!((dc.tenants.len(), dc.flows.len()), (2, 4));
     let out = tailbound(&["vdc", "check", EXAMPLE]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("enc(enc) → s1.up(b1.up) → s0.down → kv(kv)"), "{text}");
+    assert!(
+        text.contains("enc(enc) → s1.up(b1.up) → s0.down → kv(kv)"),
+        "{text}"
+    );
     assert!(text.contains("4 flows: valid"), "{text}");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
@@ -30,7 +36,10 @@ fn vdc_check_shows_paths_and_names_bad_fields() {
     let out = tailbound(&["vdc", "check", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
-    assert!(e.contains("bad.toml") && e.contains("\"C\"") && e.contains("-80000000"), "{e}");
+    assert!(
+        e.contains("bad.toml") && e.contains("\"C\"") && e.contains("-80000000"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -39,13 +48,26 @@ fn vdc_alloc_reports_both_steps_and_fails_on_overcommitted_guarantees() {
     let b1 = &r.flows[0];
     assert_eq!(b1.flow, "B/b1-kv");
     // it asked for 1e8 on every hop and gets it, 8e7 of it guaranteed
-    assert!(b1.hops.iter().all(|h| h.demand == 1e8 && h.rate == 1e8), "{b1:?}");
-    assert!(b1.hops.iter().all(|h| (h.local - 8e7).abs() < 1.0), "{b1:?}");
-    assert!(r.resources.iter().all(|x| x.allocated <= x.capacity * (1.0 + 1e-9)));
+    assert!(
+        b1.hops.iter().all(|h| h.demand == 1e8 && h.rate == 1e8),
+        "{b1:?}"
+    );
+    assert!(
+        b1.hops.iter().all(|h| (h.local - 8e7).abs() < 1.0),
+        "{b1:?}"
+    );
+    assert!(r
+        .resources
+        .iter()
+        .all(|x| x.allocated <= x.capacity * (1.0 + 1e-9)));
     assert!(r.overcommitted.is_empty());
     let out = tailbound(&["vdc", "alloc", EXAMPLE, "--demand", "B/nope=1"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("flows: B/b1-kv, B/b2-kv, C/c1-c2, C/c1-kv"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("flows: B/b1-kv, B/b2-kv, C/c1-c2, C/c1-kv"),
+        "{}",
+        stderr(&out)
+    );
     // guarantees beyond the store's configured capacity cannot all be met: exit 1
     let dir = tempfile::tempdir().unwrap();
     let over = dir.path().join("over.toml");
@@ -135,7 +157,11 @@ fn addr_in(line: &str) -> String {
 fn http_get(addr: &str, path: &str) -> String {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out.split("\r\n\r\n").nth(1).unwrap().to_string()
@@ -144,7 +170,10 @@ fn http_get(addr: &str, path: &str) -> String {
 #[test]
 fn controller_and_enforcer_serve_a_tenant_and_stop_cleanly() {
     if !available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "memcached is not installed");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "memcached is not installed"
+        );
         eprintln!("skipped: memcached is not installed");
         return;
     }
