@@ -10,7 +10,7 @@
 //!  complete(ticket) ◄── the reply is back: outstanding and completed tokens, window slot freed
 //! ```
 //!
-//! **Same rules as the simulator** (`tailbound_sim::vdc`): one [`MultiBucket`] per flow over its
+//! **Same rules as the simulator** (`tailbound_vdc_sim`): one [`MultiBucket`] per flow over its
 //! hops, sized rate × [`DEFAULT_BURST_S`]; an allocation update keeps at most `carry_s` of
 //! unused tokens ([`CoreConfig::carry_s`], 0.1 s) and gives every hop at least
 //! [`CoreConfig::min_rate`]; a flow's requests leave in arrival order. And the same statistics

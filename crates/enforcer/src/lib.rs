@@ -5,7 +5,7 @@
 //! * [`core`] — the decisions, without I/O: per flow a FIFO and a
 //!   `tailbound_shaping::MultiBucket` over its hops, an optional window with strict priorities
 //!   between tenants, and the interval statistics the controller's estimators need. Every call
-//!   takes `now`; the simulator's rules (`tailbound_sim::vdc`) exactly.
+//!   takes `now`; the simulator's rules (`tailbound_vdc_sim`) exactly.
 //! * [`cost`] — what a memcached request costs per hop: the datacenter's virtual cost functions
 //!   (`tailbound_allocation::Datacenter::hop_cost`), with GET sizes settled from the reply.
 //! * [`proxy`] — the tokio proxy: listeners per tenant flow or with memcached's text auth,

@@ -4,10 +4,11 @@
 //! structures), so the CLI only prints, writes JSON and draws; tests can assert the papers'
 //! orderings on the same data: snc-meister Fig. 7, 8 and 13 ([`bounds`]), Fig. 1/10/11
 //! ([`admission`]); workload-compactor Fig. 6/11/12/13 ([`placement`]); pulsar Fig. 12–14
-//! ([`vdc`]).
+//! ([`vdc`]); and the whole pipeline on a bundled tenant set ([`demo`]).
 
 pub mod admission;
 pub mod bounds;
+pub mod demo;
 pub mod placement;
 pub mod vdc;
 

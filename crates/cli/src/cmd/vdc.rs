@@ -82,7 +82,7 @@ pub struct AllocArgs {
     #[arg(long, value_name = "TENANT/FLOW=RATE", value_parser = demand_arg)]
     pub demand: Vec<DemandArg>,
     /// the provider's global mechanism (eq. 3)
-    #[arg(long, value_parser = mechanism_arg, default_value = "hdrf")]
+    #[arg(long, default_value = "hdrf")]
     pub global: Mechanism,
     #[arg(long)]
     pub json: bool,
@@ -99,7 +99,7 @@ pub struct ServeArgs {
     #[arg(long, value_parser = duration_arg, default_value = "1s")]
     pub interval: f64,
     /// the provider's global mechanism (eq. 3; pulsar's experiments: hdrf)
-    #[arg(long, value_parser = mechanism_arg, default_value = "hdrf")]
+    #[arg(long, default_value = "hdrf")]
     pub global: Mechanism,
     /// use the appliances' configured capacities instead of estimating them (§4.3)
     #[arg(long)]

@@ -7,5 +7,4 @@ mod determinism;
 mod plan;
 mod replay;
 mod shaping;
-mod soundness;
 mod theory;
