@@ -11,7 +11,6 @@
 //! serve`; with `--vdc` (no controller) every flow gets the allocation `tailbound vdc alloc`
 //! shows for backlogged flows, or no limit with `--unlimited`. Runs until SIGINT or SIGTERM.
 
-use super::duration_arg;
 use super::vdc::load_vdc;
 use crate::Outcome;
 use anyhow::{bail, Context};
@@ -31,6 +30,7 @@ use tailbound_enforcer::link::{fetch_datacenter, Link};
 use tailbound_enforcer::{
     AuthUser, Charger, CoreConfig, FlowSetup, Identify, ListenerSpec, Proxy, ProxyConfig, ProxyFlow,
 };
+use tailbound_model::units::Seconds;
 
 /// `[TENANT/FLOW=]ADDR`.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +70,10 @@ fn priority_arg(s: &str) -> Result<(String, usize), String> {
 }
 
 fn size_arg(s: &str) -> Result<usize, String> {
-    let b = tailbound_model::units::parse_size_bytes(s).map_err(|e| e.to_string())?;
+    let b = s
+        .parse::<tailbound_model::units::Bytes>()
+        .map_err(|e| e.to_string())?
+        .0;
     if !(b.is_finite() && (1.0..=f64::from(1u32 << 30)).contains(&b)) {
         return Err(format!("{s}: use 1 B to 1 GiB (memcached's largest item)"));
     }
@@ -118,11 +121,11 @@ pub struct EnforcerArgs {
     #[arg(long, value_parser = size_arg, default_value = "1MiB")]
     pub max_value: usize,
     /// connecting to memcached, and the longest wait for a reply
-    #[arg(long, value_parser = duration_arg, default_value = "5s")]
-    pub backend_timeout: f64,
+    #[arg(long, default_value = "5s")]
+    pub backend_timeout: Seconds,
     /// the longest a client may leave its replies unread
-    #[arg(long, value_parser = duration_arg, default_value = "30s")]
-    pub client_timeout: f64,
+    #[arg(long, default_value = "30s")]
+    pub client_timeout: Seconds,
     /// most client connections at once
     #[arg(long, default_value_t = 4096)]
     pub max_connections: usize,
@@ -132,6 +135,17 @@ pub struct EnforcerArgs {
     /// tokio worker threads (default: the CPUs this process may use)
     #[arg(long)]
     pub threads: Option<usize>,
+}
+
+/// A timeout flag as a `Duration`: positive and at most a day.
+fn timeout_arg(flag: &str, s: Seconds) -> anyhow::Result<Duration> {
+    if !(s.0 > 0.0 && s.0 <= 86_400.0) {
+        bail!(
+            "{flag} {} s: use a duration above 0 and up to a day (e.g. 5s)",
+            s.0
+        );
+    }
+    Ok(Duration::from_secs_f64(s.0))
 }
 
 /// A multi-threaded runtime for the long-running commands.
@@ -303,8 +317,8 @@ async fn run_async(a: EnforcerArgs) -> anyhow::Result<Outcome> {
             max_value: a.max_value,
             ..Limits::default()
         },
-        backend_timeout: Duration::from_secs_f64(a.backend_timeout),
-        client_timeout: Duration::from_secs_f64(a.client_timeout),
+        backend_timeout: timeout_arg("--backend-timeout", a.backend_timeout)?,
+        client_timeout: timeout_arg("--client-timeout", a.client_timeout)?,
         max_connections: a.max_connections,
         depth: a.depth,
         core,

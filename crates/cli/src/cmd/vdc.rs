@@ -7,7 +7,7 @@
 //! * `tailbound vdc serve VDC_FILE --listen ADDR` — Pulsar's controller as a service for the
 //!   enforcers (`tailbound enforcer --controller URL`); protocol in `tailbound_control`.
 
-use super::{duration_arg, print_json};
+use super::print_json;
 use crate::report::{VdcAllocFlow, VdcAllocHop, VdcAllocReport, VdcAllocResource};
 use crate::table::render;
 use crate::Outcome;
@@ -22,6 +22,7 @@ use tailbound_allocation::{allocate_vdc, ControllerConfig, Mechanism, VdcSpec};
 use tailbound_control::protocol::flow_name;
 use tailbound_control::{ControlConfig, ControlState, Service};
 use tailbound_dataplane::clock::{Clock, MonotonicClock};
+use tailbound_model::units::Seconds;
 
 #[derive(Debug, Subcommand)]
 pub enum VdcCommand {
@@ -67,12 +68,6 @@ fn demand_arg(s: &str) -> Result<DemandArg, String> {
     })
 }
 
-/// The provider's global mechanism, parsed by the library.
-pub fn mechanism_arg(s: &str) -> Result<Mechanism, String> {
-    Mechanism::parse(s)
-        .ok_or_else(|| format!("unknown mechanism {s:?}; use drf, hdrf or first-fit"))
-}
-
 #[derive(Debug, Args)]
 pub struct AllocArgs {
     #[arg(value_name = "VDC_FILE")]
@@ -96,8 +91,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7600")]
     pub listen: SocketAddr,
     /// control interval (pulsar: 1 s)
-    #[arg(long, value_parser = duration_arg, default_value = "1s")]
-    pub interval: f64,
+    #[arg(long, default_value = "1s")]
+    pub interval: Seconds,
     /// the provider's global mechanism (eq. 3; pulsar's experiments: hdrf)
     #[arg(long, default_value = "hdrf")]
     pub global: Mechanism,
@@ -117,8 +112,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1e5)]
     pub min_rate: f64,
     /// unused tokens an enforcer keeps across an allocation update
-    #[arg(long, value_parser = duration_arg, default_value = "100ms")]
-    pub carry: f64,
+    #[arg(long, default_value = "100ms")]
+    pub carry: Seconds,
     /// intervals without a report before an enforcer is flagged stale
     #[arg(long, default_value_t = 3)]
     pub stale_after: u32,
@@ -398,9 +393,9 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
 
 fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     let dc = load_vdc(&a.file)?;
-    let interval_ns = (a.interval * 1e9).round();
+    let interval_ns = (a.interval.0 * 1e9).round();
     if !(1e6..=3.6e12).contains(&interval_ns) {
-        bail!("--interval {} s: use 1ms to 1h", a.interval);
+        bail!("--interval {} s: use 1ms to 1h", a.interval.0);
     }
     let cfg = ControlConfig {
         controller: ControllerConfig {
@@ -413,7 +408,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         },
         samples_per_interval: a.samples,
         min_rate: a.min_rate,
-        carry_s: a.carry,
+        carry_s: a.carry.0,
         stale_after: a.stale_after,
     };
     let clock: Arc<dyn Clock> = Arc::new(MonotonicClock::new());
@@ -430,7 +425,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
             "controller: {} ({flows} flows) on http://{}, a step every {} s; Ctrl-C stops",
             a.file.display(),
             listener.local_addr()?,
-            a.interval
+            a.interval.0
         );
         tailbound_control::server::serve(listener, service, super::enforcer::stop_signal())
             .await
