@@ -71,6 +71,9 @@ pub enum Command {
     Vdc(cmd::vdc::VdcCommand),
     /// Run Pulsar's rate enforcer as a proxy in front of a memcached
     Enforcer(cmd::enforcer::EnforcerArgs),
+    /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
+    #[command(subcommand)]
+    Enforce(cmd::enforce::EnforceCommand),
 }
 
 /// Runs one parsed command.
@@ -89,6 +92,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Opt(a) => cmd::simulate::run_opt(a),
         Command::Vdc(c) => cmd::vdc::run(c),
         Command::Enforcer(a) => cmd::enforcer::run(a),
+        Command::Enforce(c) => cmd::enforce::run(c),
     }
 }
 
