@@ -70,6 +70,17 @@
 //! holds when every window's SLO percentile is ≤ the SLO latency (the papers' check). Per
 //! queue ([`QueueStats`]): units, work, busy time, last departure.
 //!
+//! # EyeQ and closed-loop tenants
+//!
+//! With [`SimConfig::eyeq`], an EyeQ receiver (`tailbound_shaping::eyeq::Receiver`) watches
+//! each listed link: every chunk leaving it is an arrival at the receiving host, and the
+//! feedback it returns reaches the sending flow's per-destination limiter
+//! (`tailbound_shaping::eyeq::DestinationLimiter`, in front of the flow's first queue, with
+//! its token buckets if any) [`EyeqSim::feedback_delay_ns`] later. The limiter holds whole
+//! requests of the stage (FIFO, like the token buckets). [`SimConfig::closed_loop`] makes a
+//! tenant window-limited (a long-lived TCP connection without loss);
+//! [`SimConfig::throughput_bin_ns`] records delivered bytes over time.
+//!
 //! # Pulsar
 //!
 //! [`vdc`] is a separate closed-loop engine for Pulsar's control loop: VMs with open- and
@@ -87,7 +98,7 @@ pub mod replay;
 mod stats;
 pub mod vdc;
 
-pub use engine::{simulate, QueueStats, SimResult};
+pub use engine::{simulate, EyeqReceiverResult, QueueStats, SimResult};
 pub use error::SimError;
 pub use replay::{
     opt, opt_greedy, packetization_allowance_s, Opt, Plan, Replay, ReplayError, ReplayPart,
@@ -97,6 +108,7 @@ pub use tailbound_model::Excess;
 
 use tailbound_curves::WorkFunction;
 use tailbound_model::Request;
+use tailbound_shaping::eyeq::EyeqConfig;
 
 /// How links serve work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +140,36 @@ pub struct StageShaping {
     pub burst: f64,
 }
 
+/// EyeQ in the replay (shared/papers/eyeq.txt, `tailbound_shaping::eyeq`): a receiver on
+/// each receiving link measures what leaves that link, and every flow that crosses one gets
+/// a per-destination limiter in front of its first queue, driven by the receiver's feedback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EyeqSim {
+    /// EyeQ's parameters; each receiver's `line_rate` is its queue's rate (the one given
+    /// here is replaced)
+    pub config: EyeqConfig,
+    /// the queues an EyeQ receiver watches: links into receiving hosts, indexed like
+    /// [`Network::queues`](tailbound_model::Network::queues)
+    pub receivers: Vec<usize>,
+    /// guarantee weight per network tenant (e.g. its guaranteed rate)
+    pub weights: Vec<f64>,
+    /// how long a feedback message takes to reach the sender [ns]
+    pub feedback_delay_ns: u64,
+}
+
+/// A closed-loop tenant: at most `window` requests in flight, the next one entering
+/// `ack_delay_ns` after one completes (or at its trace arrival, if later). A long-lived TCP
+/// connection is such a tenant with segments as requests, all due at its start: its rate
+/// adapts to its share of the bottleneck through the window (ACK clocking), with no loss
+/// and no congestion-window changes (the simulator's queues are unbounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClosedLoop {
+    /// requests in flight at most (≥ 1)
+    pub window: u32,
+    /// from a completion to the next request's entry (the ACK's trip) [ns]
+    pub ack_delay_ns: u64,
+}
+
 /// How to run a simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
@@ -144,6 +186,13 @@ pub struct SimConfig {
     pub window_s: f64,
     /// what shapers do with excess requests
     pub excess: Excess,
+    /// EyeQ's receivers and limiters ([`EyeqSim`]); requires [`Excess::Wait`]
+    pub eyeq: Option<EyeqSim>,
+    /// closed-loop tenants, indexed like the network's tenants; empty or `None` = open loop
+    pub closed_loop: Vec<Option<ClosedLoop>>,
+    /// record every tenant's delivered bytes per bin of this length [ns] (see
+    /// [`SimResult::throughput`])
+    pub throughput_bin_ns: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -154,6 +203,9 @@ impl Default for SimConfig {
             shapers: Vec::new(),
             window_s: 180.0,
             excess: Excess::Wait,
+            eyeq: None,
+            closed_loop: Vec::new(),
+            throughput_bin_ns: None,
         }
     }
 }

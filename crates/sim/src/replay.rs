@@ -239,6 +239,7 @@ impl<'s> Replay<'s> {
             shapers,
             window_s,
             excess: plan.excess,
+            ..SimConfig::default()
         };
         Ok(simulate(&net, &workloads, &cfg)?)
     }
