@@ -600,6 +600,7 @@ fn simulate_server(
             shapers,
             window_s: 180.0,
             excess: shaping.unwrap_or(cfg.excess),
+            ..SimConfig::default()
         },
     )?;
     Ok((net, sim))

@@ -58,6 +58,8 @@ const DEPART: u64 = 1;
 const SHAPER: u64 = 2;
 const FEEDBACK: u64 = 3;
 const DATA_MASK: u64 = (1 << KIND_SHIFT) - 1;
+/// the latency recorded for a dropped request
+const DROPPED: u64 = u64::MAX;
 
 /// A run of chunks waiting at a queue: `chunks` units of the same request and hop, each of
 /// `mtu` work except the last, which has `last_work`.
@@ -148,6 +150,8 @@ struct Shaper {
     buckets: Vec<TokenBucket>,
     /// EyeQ's per-destination limiter, with its receiver's settings
     limiter: Option<(EyeqConfig, DestinationLimiter)>,
+    /// work of the requests in `waiting` [work]
+    waiting_work: f64,
     /// requests not yet charged, in arrival order
     waiting: VecDeque<u32>,
     /// when the scheduled retry event fires (later events for this flow are stale)
@@ -189,6 +193,8 @@ struct Engine<'a> {
     eyeq: Option<Eyeq>,
     /// per tenant, `Some` when closed loop
     windows: Vec<Option<Window>>,
+    /// open-loop requests finding this much work at their shaper are dropped [work]
+    shaper_queue: Option<f64>,
     /// throughput bin [ns] and the series per tenant
     bin_ns: Option<u64>,
     throughput: Vec<Vec<u64>>,
@@ -225,11 +231,21 @@ pub fn simulate(
         .iter()
         .zip(workloads)
         .zip(std::mem::take(&mut engine.latencies))
-        .map(|((spec, w), lat)| {
+        .map(|((spec, w), mut lat)| {
             arrivals.clear();
-            arrivals.extend(w.requests.iter().map(|r| r.arrival_ns));
-            let bytes = w.requests.iter().map(|r| r.size_bytes).sum();
-            tenant_result(
+            let done = |i: &usize| lat[*i] != DROPPED;
+            arrivals.extend(
+                (0..lat.len())
+                    .filter(done)
+                    .map(|i| w.requests[i].arrival_ns),
+            );
+            let bytes = (0..lat.len())
+                .filter(done)
+                .map(|i| w.requests[i].size_bytes)
+                .sum();
+            let before = lat.len();
+            lat.retain(|&l| l != DROPPED);
+            let mut r = tenant_result(
                 spec.name.clone(),
                 &spec.slo,
                 bytes,
@@ -237,7 +253,9 @@ pub fn simulate(
                 lat,
                 origin_ns,
                 window_ns,
-            )
+            );
+            r.dropped = (before - r.latencies_ns.len()) as u64;
+            r
         })
         .collect();
     let eyeq = match &engine.eyeq {
@@ -336,6 +354,11 @@ fn check(net: &Network, workloads: &[TenantWorkload<'_>], cfg: &SimConfig) -> Re
     }
     if cfg.throughput_bin_ns == Some(0) {
         return Err(SimError::ThroughputBin);
+    }
+    if let Some(cap) = cfg.shaper_queue_bytes {
+        if !(cap.is_finite() && cap >= 0.0) {
+            return Err(SimError::ShaperQueue(cap));
+        }
     }
     if let Some(e) = &cfg.eyeq {
         if cfg.excess == Excess::BestEffort {
@@ -511,6 +534,7 @@ impl<'a> Engine<'a> {
                                 source: e,
                             })?,
                         limiter,
+                        waiting_work: 0.0,
                         waiting: VecDeque::new(),
                         retry_at: None,
                     })
@@ -554,6 +578,9 @@ impl<'a> Engine<'a> {
         Ok(Engine {
             eyeq,
             windows,
+            shaper_queue: cfg
+                .shaper_queue_bytes
+                .filter(|_| cfg.excess == Excess::Wait),
             bin_ns: cfg.throughput_bin_ns,
             throughput: if cfg.throughput_bin_ns.is_some() {
                 vec![Vec::new(); workloads.len()]
@@ -664,8 +691,16 @@ impl<'a> Engine<'a> {
         slot.work = work;
         slot.demoted = false;
         self.slots[id as usize] = slot;
+        let open_loop = self.windows[slot.tenant as usize].is_none();
         match self.flows[flow].shaper.as_mut() {
             Some(s) => {
+                if open_loop && self.shaper_queue.is_some_and(|cap| s.waiting_work >= cap) {
+                    // the sender's queue is full: the request is lost
+                    self.latencies[slot.tenant as usize][slot.index as usize] = DROPPED;
+                    self.free.push(id);
+                    return Ok(());
+                }
+                s.waiting_work += work;
                 s.waiting.push_back(id);
                 if s.waiting.len() == 1 {
                     self.release(flow, now)?;
@@ -717,6 +752,7 @@ impl<'a> Engine<'a> {
                         .expect("the limiter was ready for these bytes at this instant");
                 }
                 s.waiting.pop_front();
+                s.waiting_work = (s.waiting_work - cost).max(0.0);
                 if self.slots[id as usize].demoted {
                     self.promote(id);
                 } else {
@@ -728,6 +764,7 @@ impl<'a> Engine<'a> {
                 if best_effort {
                     // never conforms: it stays best effort and no longer holds the FIFO
                     s.waiting.pop_front();
+                    s.waiting_work = (s.waiting_work - cost).max(0.0);
                     if !self.slots[id as usize].demoted {
                         self.send_best_effort(id, now);
                     }
@@ -782,13 +819,16 @@ impl<'a> Engine<'a> {
         let Some(s) = self.flows[flow].shaper.as_mut() else {
             return Ok(());
         };
+        let work = self.slots[id as usize].work;
         match s.waiting.iter().position(|&w| w == id) {
             Some(0) => {
                 s.waiting.pop_front();
+                s.waiting_work = (s.waiting_work - work).max(0.0);
                 self.release(flow, now)
             }
             Some(i) => {
                 s.waiting.remove(i);
+                s.waiting_work = (s.waiting_work - work).max(0.0);
                 Ok(())
             }
             None => Ok(()),

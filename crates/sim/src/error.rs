@@ -77,6 +77,8 @@ pub enum SimError {
         "tenant {0:?}: a closed-loop window of 0 requests never sends; use a window of at least 1"
     )]
     ClosedLoopWindow(String),
+    #[error("shaper queue of {0} is invalid; use a finite amount of work >= 0 [bytes on links], e.g. 131072")]
+    ShaperQueue(f64),
     #[error("throughput bin of 0 ns is invalid; use a bin of at least 1 ns, e.g. 1 ms")]
     ThroughputBin,
     #[error("tenant {tenant:?} has {requests} requests; at most {max} per tenant are supported")]

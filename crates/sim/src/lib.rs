@@ -193,6 +193,11 @@ pub struct SimConfig {
     /// record every tenant's delivered bytes per bin of this length [ns] (see
     /// [`SimResult::throughput`])
     pub throughput_bin_ns: Option<u64>,
+    /// with [`Excess::Wait`]: an open-loop request that finds at least this much work
+    /// waiting at its flow's shaper (token buckets, EyeQ's limiter) is dropped, as a
+    /// sender's full qdisc drops a datagram (EyeQ's limiter queue holds 128 KiB); closed-loop
+    /// tenants are never dropped (their window bounds what waits); `None` = unbounded
+    pub shaper_queue_bytes: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -206,6 +211,7 @@ impl Default for SimConfig {
             eyeq: None,
             closed_loop: Vec::new(),
             throughput_bin_ns: None,
+            shaper_queue_bytes: None,
         }
     }
 }

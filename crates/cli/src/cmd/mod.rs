@@ -8,6 +8,7 @@ pub mod curve;
 pub mod demo;
 pub mod experiment;
 pub mod experiment_admission;
+pub mod experiment_eyeq;
 pub mod experiment_placement;
 pub mod experiment_vdc;
 pub mod place;

@@ -1,3 +1,4 @@
 //! The papers' orderings, asserted on the experiments' own data.
 
 mod bounds;
+mod eyeq;

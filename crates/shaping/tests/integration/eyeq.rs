@@ -563,7 +563,7 @@ fn an_on_off_blaster_stays_limited_between_bursts() {
     // EyeQ's bursty UDP session (on 5 ms, off 15 ms) beside a greedy tenant. The first burst
     // is cut within 3 intervals; the blaster's limit stays while it is off (it does not
     // press on it), so every later burst starts at its share; the greedy tenant gets its
-    // share during bursts and the whole of C between them.
+    // share during bursts and nearly the whole of C between them.
     let c = 0.98 * TEN_G;
     let mut ops = vec![
         Start {
@@ -608,10 +608,12 @@ fn an_on_off_blaster_stays_limited_between_bursts() {
             Stop(1),
             Expect(Mark),
             Run(15 * MS),
+            // the blaster's reservation (C/2, decaying by 0.9 per interval) keeps about
+            // C/2 x 9 of the 75 intervals from the greedy tenant: 6 %, 7 % measured
             Expect(Sent {
                 source: 0,
-                rate: c,
-                tol: 0.05,
+                rate: 0.93 * c,
+                tol: 0.03,
             }),
         ]);
     }

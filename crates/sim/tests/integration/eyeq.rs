@@ -175,3 +175,34 @@ fn eyeq_and_window_settings_are_checked() {
         SimError::ThroughputBin
     );
 }
+
+#[test]
+fn a_full_shaper_queue_drops_open_loop_requests_only() {
+    // ten 1000 B requests at 0 behind a 1000 B/s bucket (burst 1000 B) with room for 3000 B:
+    // the first passes, three wait, six are dropped; a closed-loop tenant is never dropped
+    let net = network(&[1e6], &[vec![vec![0]]], &[0]);
+    let reqs = vec![(0..10).map(|_| req(0, 1000)).collect::<Vec<_>>()];
+    let w = size_workloads(&net, &reqs);
+    let mut cfg = SimConfig {
+        shapers: vec![vec![tailbound_sim::StageShaping {
+            rate: 1000.0,
+            burst: 1000.0,
+        }]],
+        shaper_queue_bytes: Some(3000.0),
+        throughput_bin_ns: Some(1_000_000_000),
+        ..SimConfig::default()
+    };
+    let r = simulate(&net, &w, &cfg).unwrap();
+    let t = &r.tenants[0];
+    assert_eq!((t.requests, t.dropped, t.bytes), (4, 6, 4000));
+    assert_eq!(t.latencies_ns, vec![MS, 1_001_000_000, 2_001_000_000, 3_001_000_000]);
+    assert_eq!(r.throughput[0].iter().sum::<u64>(), 4000);
+    cfg.closed_loop = vec![Some(ClosedLoop {
+        window: 10,
+        ack_delay_ns: 0,
+    })];
+    let r = simulate(&net, &w, &cfg).unwrap();
+    assert_eq!((r.tenants[0].requests, r.tenants[0].dropped), (10, 0));
+    cfg.shaper_queue_bytes = Some(f64::NAN);
+    assert!(matches!(simulate(&net, &w, &cfg), Err(SimError::ShaperQueue(_))));
+}
