@@ -1,21 +1,12 @@
 #!/usr/bin/env bash
-# The test command of the README: installs what the tests need from Debian's packages, then
-# runs every test of the workspace. Tests read the production traces and reference outputs
-# from ../shared beside the repository.
+# The README's test command: installs what building and the tests need from Debian's packages
+# (as root or with sudo), then runs every test of the workspace. Tests read the production
+# traces and reference outputs from ../shared beside the repository. Tests that need root
+# (network namespaces, tc) run when this runs as root; otherwise they say "skipped", except
+# under CI=true, where a skipped root test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-# Debian packages the tests need (later issues add memcached, iproute2, cmake, sockperf).
-packages=(iproute2 cmake clang libclang-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "installing ${missing[*]}" >&2
-  apt-get update
-  apt-get install -y "${missing[@]}"
-fi
+bash scripts/deps.sh test
 
 if [ ! -d ../shared/traces/msr-production ]; then
   echo "error: ../shared/traces/msr-production is missing; the tests read the production traces from shared/ beside the repository" >&2

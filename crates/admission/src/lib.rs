@@ -29,8 +29,10 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
-use tailbound_calculus::{Bound, CalculusError, TenantBound};
-use tailbound_model::{Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision};
+use tailbound_calculus::{packetization_allowance_s, Bound, CalculusError, TenantBound};
+use tailbound_model::{
+    Bucket, Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision, ETHERNET_MTU_BYTES,
+};
 
 /// The admission policies of snc-meister §5.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -49,41 +51,12 @@ pub enum Policy {
     QjumpPlusPlus,
 }
 
-impl Policy {
-    pub const ALL: [Policy; 4] = [
-        Policy::SncMeister,
-        Policy::PriorityMeister,
-        Policy::SiloPlusPlus,
-        Policy::QjumpPlusPlus,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::SncMeister => "snc-meister",
-            Policy::PriorityMeister => "priority-meister",
-            Policy::SiloPlusPlus => "silo++",
-            Policy::QjumpPlusPlus => "qjump++",
-        }
-    }
-}
-
-impl std::fmt::Display for Policy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Policy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Policy, String> {
-        Policy::ALL
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                format!("unknown policy {s:?}; expected snc-meister, priority-meister, silo++ or qjump++")
-            })
-    }
-}
+tailbound_model::names!(Policy, "policy", {
+    SncMeister => "snc-meister",
+    PriorityMeister => "priority-meister",
+    SiloPlusPlus => "silo++",
+    QjumpPlusPlus => "qjump++",
+});
 
 /// Why a decision could not be made (as opposed to a rejection, which is an outcome).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,8 +80,6 @@ pub enum AdmissionError {
         name: String,
         known: String,
     },
-    #[error("packetization allowance: {0} (expected one finite value ≥ 0 [s] per tenant)")]
-    Packetization(String),
     #[error("the traffic to bound differs from the admitted network: {0} (expected the same queues, flows and tenants, with other models)")]
     TrafficMismatch(String),
     #[error("flow {flow:?} has no {model}; the {policy} policy needs one for every flow (characterize the tenants from traces)")]
@@ -117,13 +88,6 @@ pub enum AdmissionError {
         model: &'static str,
         policy: Policy,
     },
-}
-
-/// A token bucket [work/s, work].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bucket {
-    pub rate: f64,
-    pub burst: f64,
 }
 
 /// What an admitted tenant runs with.
@@ -172,7 +136,9 @@ pub struct Admission<'n> {
 }
 
 impl<'n> Admission<'n> {
-    /// An empty system over `net`'s tenants.
+    /// An empty system over `net`'s tenants. Every bound includes what Ethernet-sized packets
+    /// add to the calculus' fluid bound ([`tailbound_calculus::packetization_allowance_s`]);
+    /// [`Admission::with_mtu`] changes the packet size or turns it off.
     pub fn new(net: &'n Network, policy: Policy) -> Result<Admission<'n>, AdmissionError> {
         net.validate()?;
         policy::check_models(net, policy)?;
@@ -183,37 +149,16 @@ impl<'n> Admission<'n> {
             arrived: BTreeSet::new(),
             groups: HashMap::new(),
             excess: Excess::Wait,
-            packets_s: Vec::new(),
+            packets_s: allowances(net, Some(ETHERNET_MTU_BYTES)),
         })
     }
 
-    /// Adds to every tenant's bound what packets add to the calculus' fluid one: `per_tenant_s`
-    /// [s] by tenant index, e.g. `tailbound_sim::packetization_allowance_s` (one store-and-forward
-    /// chunk and one lower-level chunk ahead per link crossed). Without it the bounds are
-    /// fluid, and a packetized network can exceed them by that much.
-    pub fn with_packetization(
-        mut self,
-        per_tenant_s: Vec<f64>,
-    ) -> Result<Admission<'n>, AdmissionError> {
-        let len = self.net.tenants.len();
-        if per_tenant_s.len() != len {
-            return Err(AdmissionError::Packetization(format!(
-                "{} values for {len} tenants",
-                per_tenant_s.len()
-            )));
-        }
-        if let Some((t, x)) = per_tenant_s
-            .iter()
-            .enumerate()
-            .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
-        {
-            return Err(AdmissionError::Packetization(format!(
-                "{x} s for tenant {:?}",
-                self.net.tenants[t].name
-            )));
-        }
-        self.packets_s = per_tenant_s;
-        Ok(self)
+    /// Links carry work in packets of `mtu_bytes` (`None`: fluid, no packetization allowance).
+    /// A packetized link can exceed a fluid bound by one store-and-forward packet and one
+    /// lower-level packet ahead per link crossed.
+    pub fn with_mtu(mut self, mtu_bytes: Option<u64>) -> Admission<'n> {
+        self.packets_s = allowances(self.net, mtu_bytes);
+        self
     }
 
     /// Emits decisions whose rate limits treat excess requests as `excess` says (default
@@ -423,10 +368,10 @@ impl<'n> Admission<'n> {
                                     .iter()
                                     .zip(&g.buckets)
                                     .flat_map(|(&f, bs)| {
-                                        bs.iter().map(move |b| RateLimit {
+                                        bs.iter().map(move |&bucket| RateLimit {
                                             flow: self.net.flows[f].name.clone(),
-                                            rate: b.rate,
-                                            burst: b.burst,
+                                            stage: self.net.flows[f].stage,
+                                            bucket,
                                         })
                                     })
                                     .collect()
@@ -436,6 +381,16 @@ impl<'n> Admission<'n> {
                 })
                 .collect(),
         }
+    }
+}
+
+/// Each tenant's packetization allowance [s] (empty when fluid).
+fn allowances(net: &Network, mtu_bytes: Option<u64>) -> Vec<f64> {
+    match mtu_bytes {
+        None => Vec::new(),
+        Some(mtu) => (0..net.tenants.len())
+            .map(|t| packetization_allowance_s(net, t, mtu))
+            .collect(),
     }
 }
 

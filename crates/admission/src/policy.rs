@@ -1,13 +1,13 @@
 //! How each policy chooses a newcomer's level and rate limits, and how it bounds a candidate
 //! set (see the table in the crate docs).
 
-use crate::{AdmissionError, Bucket, Grant, Policy};
+use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
-use tailbound_calculus::dnc::{shaper_delay, Arrival, TokenBucket};
+use tailbound_calculus::dnc::{shaper_delay, Envelope};
 use tailbound_calculus::{bound, Bound, BoundOptions, Method, TenantBound};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
 use tailbound_curves::rb::prune;
-use tailbound_model::{ArrivalCurve, Network};
+use tailbound_model::{ArrivalCurve, Bucket, Network};
 
 /// PriorityMeister enforces the r-b curve as this many token buckets (the originals prune
 /// r-b curves to 12 segments).
@@ -65,11 +65,7 @@ pub(crate) fn levels(
         Policy::SncMeister | Policy::PriorityMeister => {
             let mut ids: Vec<usize> = admitted.keys().copied().collect();
             ids.sort_unstable();
-            let sub = Network {
-                queues: Vec::new(),
-                flows: Vec::new(),
-                tenants: ids.iter().map(|&t| net.tenants[t].clone()).collect(),
-            };
+            let (sub, _) = net.subset(&ids);
             ids.into_iter().zip(sub.priorities()).collect()
         }
         Policy::SiloPlusPlus | Policy::QjumpPlusPlus => {
@@ -109,15 +105,11 @@ fn packet_burst(a: &ArrivalCurve) -> f64 {
 fn pm_buckets(a: &ArrivalCurve, budget_s: f64) -> Vec<Bucket> {
     let floor = silo_bucket(a, budget_s).rate;
     let pruned = prune(a, PM_BUCKETS).unwrap_or_else(|_| a.clone());
-    let exact = Arrival::from(a);
-    let mut out: Vec<Bucket> = Arrival::from(&pruned)
+    let exact = Envelope::from(a);
+    let mut out: Vec<Bucket> = Envelope::from(&pruned)
         .buckets()
         .into_iter()
         .filter(|b| b.rate > floor)
-        .map(|b| Bucket {
-            rate: b.rate,
-            burst: b.burst,
-        })
         .collect();
     if let Some(burst) = exact.burst_at_rate(floor) {
         out.push(Bucket { rate: floor, burst });
@@ -149,17 +141,11 @@ fn silo_bucket(a: &ArrivalCurve, budget_s: f64) -> Bucket {
 /// Shaper delay of the flow's characterized traffic through its buckets [s]: exact for one
 /// bucket; PriorityMeister's buckets lie on or above the curve, so theirs is 0.
 fn shaper_delay_s(a: &ArrivalCurve, buckets: &[Bucket]) -> Result<f64, String> {
-    let alpha = Arrival::from(a);
+    let alpha = Envelope::from(a);
     let mut worst: f64 = 0.0;
     for b in buckets {
-        let d = shaper_delay(
-            &alpha,
-            TokenBucket {
-                rate: b.rate,
-                burst: b.burst,
-            },
-        )
-        .map_err(|e| format!("rate limit {} [work/s] is too low: {e}", b.rate))?;
+        let d = shaper_delay(&alpha, *b)
+            .map_err(|e| format!("rate limit {} [work/s] is too low: {e}", b.rate))?;
         worst = worst.max(d);
     }
     Ok(worst)
@@ -325,15 +311,10 @@ pub(crate) fn bound_set(
 ) -> Result<Vec<TenantBound>, AdmissionError> {
     let mut set = set.to_vec();
     set.sort_unstable_by_key(|&(t, _)| t);
-    let mut sub = Network {
-        queues: net.queues.clone(),
-        flows: Vec::new(),
-        tenants: Vec::with_capacity(set.len()),
-    };
+    let ids: Vec<usize> = set.iter().map(|&(t, _)| t).collect();
     // the network flow of each flow of `sub`
-    let mut net_flow = Vec::new();
-    for &(t, grant) in &set {
-        let mut spec = net.tenants[t].clone();
+    let (mut sub, net_flow) = net.subset(&ids);
+    for (spec, &(t, grant)) in sub.tenants.iter_mut().zip(&set) {
         if let Some(group) = groups.get(&t) {
             spec.group = Some(group.clone());
         }
@@ -341,36 +322,24 @@ pub(crate) fn bound_set(
             Policy::SncMeister | Policy::PriorityMeister => {}
             Policy::SiloPlusPlus | Policy::QjumpPlusPlus => spec.priority = Some(grant.level),
         }
-        let mut flows = Vec::with_capacity(spec.flows.len());
         for (&f, buckets) in spec.flows.iter().zip(&grant.buckets) {
-            let mut flow = net.flows[f].clone();
-            flow.tenant = sub.tenants.len();
-            if !buckets.is_empty() {
-                let tb: Vec<TokenBucket> = buckets
-                    .iter()
-                    .map(|b| TokenBucket {
-                        rate: b.rate,
-                        burst: b.burst,
-                    })
-                    .collect();
-                let shaped = Arrival::from_buckets(&tb)
-                    .and_then(|a| {
-                        a.to_model()
-                            .map_err(|e| tailbound_calculus::dnc::DncError::Invalid(e.to_string()))
-                    })
-                    .map_err(|e| {
-                        AdmissionError::Calculus(tailbound_calculus::CalculusError::Invalid(
-                            format!("flow {:?}: rate limits {buckets:?}: {e}", flow.name),
-                        ))
-                    })?;
-                flow.arrival = Some(shaped);
+            if buckets.is_empty() {
+                continue;
             }
-            flows.push(sub.flows.len());
-            sub.flows.push(flow);
-            net_flow.push(f);
+            let flow = &mut sub.flows[f];
+            let shaped = Envelope::from_buckets(buckets)
+                .and_then(|a| {
+                    a.to_model()
+                        .map_err(|e| tailbound_calculus::dnc::DncError::Invalid(e.to_string()))
+                })
+                .map_err(|e| {
+                    AdmissionError::Calculus(tailbound_calculus::CalculusError::Invalid(format!(
+                        "flow {:?}: rate limits {buckets:?}: {e}",
+                        flow.name
+                    )))
+                })?;
+            flow.arrival = Some(shaped);
         }
-        spec.flows = flows;
-        sub.tenants.push(spec);
     }
     let levels = sub.priorities();
     let which: Vec<usize> = match newcomer.and_then(|n| set.iter().position(|&(t, _)| t == n)) {

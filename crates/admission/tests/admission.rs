@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use tailbound_admission::{Admission, AdmissionError, Policy};
+use tailbound_calculus::{packetization_allowance_s, TenantBound};
 use tailbound_scenario::Scenario;
 
 fn scenario(slos_ms: &[u32]) -> Scenario {
@@ -132,7 +133,7 @@ fn qjump_puts_a_tenant_on_the_first_level_fast_enough_for_it() {
         .iter()
         .find(|l| l.flow == "t0-resp")
         .unwrap();
-    assert!((resp.rate - 0.5 * 12.5e6).abs() < 1.0, "{resp:?}");
+    assert!((resp.bucket.rate - 0.5 * 12.5e6).abs() < 1.0, "{resp:?}");
 }
 
 #[test]
@@ -181,35 +182,27 @@ fn bounds_on_other_traffic_keep_the_decisions_and_follow_the_traffic() {
 #[test]
 fn packetization_adds_its_allowance_to_every_bound() {
     let s = scenario(&[200, 200, 200, 200]);
+    let net = &s.network;
     for policy in Policy::ALL {
-        let mut fluid = Admission::new(&s.network, policy).unwrap();
-        let mut packets = Admission::new(&s.network, policy)
-            .unwrap()
-            .with_packetization(vec![1e-3, 2e-3, 3e-3, 4e-3])
-            .unwrap();
+        let mut fluid = Admission::new(net, policy).unwrap().with_mtu(None);
+        let mut packets = Admission::new(net, policy).unwrap();
+        let mut jumbo = Admission::new(net, policy).unwrap().with_mtu(Some(9000));
         for t in 0..4 {
             let (f, p) = (fluid.arrive(t).unwrap(), packets.arrive(t).unwrap());
+            jumbo.arrive(t).unwrap();
             assert_eq!(
                 f.admitted, p.admitted,
-                "{policy}: 1-4 ms of 200 ms decide nothing here"
+                "{policy}: tens of microseconds of 200 ms decide nothing here"
             );
         }
-        for (f, p) in fluid
-            .bounds()
-            .unwrap()
-            .iter()
-            .zip(packets.bounds().unwrap())
-        {
-            let extra = p.total.seconds().unwrap() - f.total.seconds().unwrap();
-            let want = 1e-3 * (f.tenant + 1) as f64;
-            assert!((extra - want).abs() < 1e-12, "{policy}: {extra} for {want}");
+        let bounds = [fluid.bounds(), packets.bounds(), jumbo.bounds()].map(Result::unwrap);
+        for ((f, p), j) in bounds[0].iter().zip(&bounds[1]).zip(&bounds[2]) {
+            let extra = |b: &TenantBound| b.total.seconds().unwrap() - f.total.seconds().unwrap();
+            // by default, Ethernet packets: 2 x 1500 B / R per link crossed, plus 1 us
+            let want = |mtu: u64| packetization_allowance_s(net, f.tenant, mtu);
+            assert!((extra(p) - want(1500)).abs() < 1e-12, "{policy}");
+            assert!((extra(j) - want(9000)).abs() < 1e-12, "{policy}");
+            assert!(want(9000) > want(1500) && want(1500) > 1e-6);
         }
     }
-    let engine = || Admission::new(&s.network, Policy::SncMeister).unwrap();
-    let e = engine().with_packetization(vec![0.0; 3]).unwrap_err();
-    assert!(e.to_string().contains("3 values for 4 tenants"), "{e}");
-    let e = engine()
-        .with_packetization(vec![0.0, f64::NAN, 0.0, 0.0])
-        .unwrap_err();
-    assert!(e.to_string().contains("\"t1\""), "{e}");
 }

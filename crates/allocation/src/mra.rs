@@ -25,28 +25,26 @@ pub enum Mechanism {
     FirstFit,
 }
 
-impl Mechanism {
-    /// All mechanisms, for listings and tests.
-    pub const ALL: [Mechanism; 3] = [Mechanism::Drf, Mechanism::Hdrf, Mechanism::FirstFit];
+tailbound_model::names!(Mechanism, "allocation mechanism", {
+    Drf => "drf",
+    Hdrf => "hdrf",
+    FirstFit => "first-fit",
+});
 
-    /// Parses `drf`, `hdrf` (or `h-drf`), `first-fit`.
+impl Mechanism {
+    /// Parses the names and the aliases `h-drf`, `firstfit`, `ff`.
     pub fn parse(s: &str) -> Option<Mechanism> {
-        match s.to_ascii_lowercase().as_str() {
-            "drf" => Some(Mechanism::Drf),
-            "hdrf" | "h-drf" => Some(Mechanism::Hdrf),
-            "first-fit" | "firstfit" | "ff" => Some(Mechanism::FirstFit),
-            _ => None,
+        match s.trim().to_ascii_lowercase().as_str() {
+            "h-drf" => Some(Mechanism::Hdrf),
+            "firstfit" | "ff" => Some(Mechanism::FirstFit),
+            other => other.parse().ok(),
         }
     }
 }
 
 impl Mra for Mechanism {
     fn name(&self) -> &'static str {
-        match self {
-            Mechanism::Drf => "drf",
-            Mechanism::Hdrf => "hdrf",
-            Mechanism::FirstFit => "first-fit",
-        }
+        self.as_str()
     }
 
     fn allocate(&self, p: &Problem) -> Allocation {
@@ -55,11 +53,5 @@ impl Mra for Mechanism {
             Mechanism::Hdrf => crate::hdrf::hdrf(p),
             Mechanism::FirstFit => crate::drf::first_fit(p),
         }
-    }
-}
-
-impl std::fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }

@@ -9,7 +9,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::hint::black_box;
 use tailbound_calculus::{bound_all, BoundOptions, Method, ThetaSearch};
-use tailbound_model::{Flow, Mmpp, MmppState, Network, Queue, SizeModel, Slo, TenantSpec};
+use tailbound_model::{
+    FlowModels, Mmpp, MmppState, Network, NetworkBuilder, NewTenant, SizeModel, Slo, Stage,
+};
 
 const STEP_S: f64 = 1e-5;
 const GBPS: f64 = 125e6;
@@ -62,61 +64,34 @@ fn mmpp(rng: &mut ChaCha8Rng, states: usize, base_per_s: f64, mean: f64) -> Mmpp
 /// `n` tenants on 4 clients and 6 servers (see the file docs), deterministic for a seed.
 fn network(n: usize, seed: u64) -> Network {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut net = Network::default();
-    for host in (0..CLIENTS)
-        .map(|c| format!("client{c}"))
-        .chain((0..SERVERS).map(|s| format!("server{s}")))
-    {
-        for dir in ["out", "in"] {
-            net.queues.push(Queue {
-                name: format!("{host}-{dir}"),
-                rate: GBPS,
-            });
-        }
+    let mut b = NetworkBuilder::new();
+    for c in 0..CLIENTS {
+        b.host(format!("client{c}"), GBPS, None);
     }
-    let q = |host: String, dir: &str| {
-        let name = format!("{host}-{dir}");
-        move |net: &Network| net.queues.iter().position(|q| q.name == name)
-    };
+    for s in 0..SERVERS {
+        b.host(format!("server{s}"), GBPS, None);
+    }
     let slos = [0.010, 0.020, 0.050, 0.100];
     for t in 0..n {
-        let client = format!("client{}", t % CLIENTS);
-        let server = format!("server{}", t % SERVERS);
+        let (client, server) = (t % CLIENTS, CLIENTS + t % SERVERS);
         let states = 2 + t % 2;
         // ~60–200 req/s base (x2, x3.5 in bursts), 200–600 B requests, 2–6 KB responses
         let base = rng.gen_range(60.0..200.0);
         let (req_b, resp_b) = (rng.gen_range(200.0..600.0), rng.gen_range(2000.0..6000.0));
         let req = mmpp(&mut rng, states, base, req_b);
         let resp = mmpp(&mut rng, states, base, resp_b);
-        let path = |a: Option<usize>, b: Option<usize>| a.into_iter().chain(b).collect();
-        let f = net.flows.len();
-        net.flows.push(Flow {
-            name: format!("T{t}.req"),
-            tenant: t,
-            path: path(
-                q(client.clone(), "out")(&net),
-                q(server.clone(), "in")(&net),
-            ),
-            mmpp: Some(req),
-            arrival: None,
-        });
-        net.flows.push(Flow {
-            name: format!("T{t}.resp"),
-            tenant: t,
-            path: path(q(server, "out")(&net), q(client, "in")(&net)),
-            mmpp: Some(resp),
-            arrival: None,
-        });
-        net.tenants.push(TenantSpec {
-            name: format!("T{t}"),
-            slo: Slo::new(slos[rng.gen_range(0..slos.len())], 99.9).expect("valid SLO constant"),
-            flows: vec![f, f + 1],
-            group: None,
-            priority: None,
-        });
+        let slo = Slo::new(slos[rng.gen_range(0..slos.len())], 99.9).expect("valid SLO constant");
+        let tenant = b.tenant(NewTenant::new(format!("T{t}"), slo).between(client, server));
+        for (suffix, stage, model) in [("req", Stage::NetIn, req), ("resp", Stage::NetOut, resp)] {
+            let models = FlowModels {
+                mmpp: Some(model),
+                arrival: None,
+            };
+            b.named_flow(tenant, format!("T{t}.{suffix}"), stage, models)
+                .expect("hosts exist");
+        }
     }
-    net.validate().expect("bench network is valid");
-    net
+    b.build().expect("bench network is valid")
 }
 
 fn bench(c: &mut Criterion) {

@@ -40,23 +40,12 @@ pub enum Method {
     Dnc,
 }
 
-impl Method {
-    pub const ALL: [Method; 4] = [
-        Method::SncMeister,
-        Method::SncHop,
-        Method::SncConv,
-        Method::Dnc,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::SncMeister => "snc-meister",
-            Method::SncHop => "snc-hop",
-            Method::SncConv => "snc-conv",
-            Method::Dnc => "dnc",
-        }
-    }
-}
+tailbound_model::names!(Method, "method", {
+    SncMeister => "snc-meister",
+    SncHop => "snc-hop",
+    SncConv => "snc-conv",
+    Dnc => "dnc",
+});
 
 /// How the SNC bound is minimised over θ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -68,6 +57,8 @@ pub enum ThetaSearch {
     /// the original's coarse-to-fine grid sweep, for reproducing its numbers
     Grid,
 }
+
+tailbound_model::names!(ThetaSearch, "θ search", { Brent => "brent", Grid => "grid" });
 
 /// Options of one bound computation.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -203,6 +194,24 @@ pub fn bound_all(
 ) -> Result<Vec<TenantBound>, CalculusError> {
     let all: Vec<usize> = (0..net.tenants.len()).collect();
     bound(net, method, &all, opts)
+}
+
+/// What packets add to a fluid bound on tenant `tenant`'s latency [s] when links carry work
+/// in packets of `mtu_bytes`. The calculus serves fluid work; a real link (and the simulator)
+/// sends store-and-forward packets, non-preemptive between packets, so each link queue on the
+/// tenant's path can cost one packet of store-and-forward plus one packet of a lower level
+/// ahead of it: 2·mtu/R per link queue crossed (the packetizer term of network calculus;
+/// 24 µs at 1 Gbit/s with Ethernet's MTU), plus 1 µs for the simulator's rounding of times to
+/// whole nanoseconds. Storage work is served whole in both and adds nothing.
+pub fn packetization_allowance_s(net: &Network, tenant: usize, mtu_bytes: u64) -> f64 {
+    1e-6 + net.tenants[tenant]
+        .flows
+        .iter()
+        .map(|&f| &net.flows[f])
+        .filter(|f| f.stage.is_link())
+        .flat_map(|f| &f.path)
+        .map(|&q| 2.0 * mtu_bytes as f64 / net.queues[q].rate)
+        .sum::<f64>()
 }
 
 /// The SLO a tenant is checked against under `opts` (percentile override applied).

@@ -4,7 +4,6 @@
 //! deserialize exactly what a user sees. Field names carry their units.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use tailbound_model::{Mmpp, Stage};
 use tailbound_trace::TraceStats;
 
@@ -86,58 +85,6 @@ pub struct EffBwReport {
     pub rate: f64,
     /// mean work rate of the trace [unit/s], for comparison
     pub mean_rate: Option<f64>,
-}
-
-/// `tailbound demo --json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DemoReport {
-    pub tenants: Vec<DemoTenant>,
-    /// every admission policy over the tenants in file order, with the replay of the second
-    /// halves under its decisions (a small snc-meister Fig. 10)
-    #[serde(default)]
-    pub admission: Vec<DemoPolicy>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DemoPolicy {
-    pub policy: String,
-    /// the admitted tenants
-    pub admitted: Vec<String>,
-    /// bytes they transfer in the replayed halves [bytes]
-    pub bytes: u64,
-    /// admitted tenants whose replayed windowed SLO percentile exceeds their SLO
-    pub violations: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DemoTenant {
-    pub name: String,
-    /// the generator model, as a readable description
-    pub model: String,
-    /// latency target [s]
-    pub slo_s: f64,
-    pub percentile: f64,
-    pub group: Option<String>,
-    pub flows: Vec<DemoFlow>,
-    /// the tenant's bound per method [s]; null when unbounded
-    pub bound_s: BTreeMap<String, Option<f64>>,
-    pub meets_slo: BTreeMap<String, bool>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DemoFlow {
-    pub name: String,
-    /// queues crossed
-    pub path: Vec<String>,
-    /// mean work rate [work/s]
-    pub mean_rate: Option<f64>,
-    /// the largest work arriving at one instant, α(0) [work]
-    pub burst: f64,
-    /// effective bandwidth for the tenant's SLO [work/s]
-    pub effective_bw: f64,
-    /// exact r-b curve `[rate, burst]`
-    pub rb: Vec<[f64; 2]>,
-    pub mmpp_states: usize,
 }
 
 /// `tailbound bound --json`

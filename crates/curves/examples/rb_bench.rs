@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use tailbound_curves::rb::{rb_curve, sampled_rb, work_series, WorkSeries};
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::Stage;
@@ -42,15 +42,7 @@ fn main() -> anyhow::Result<()> {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(tailbound_testdata::production_dir);
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("cannot list traces in {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    paths.sort();
-    if paths.is_empty() {
-        bail!("no *.csv traces in {}", dir.display());
-    }
+    let paths = tailbound_trace::list_traces(&dir)?;
 
     let profile = StorageProfile::intel710_ssd();
     let mut inputs: Vec<(Stage, WorkSeries)> = Vec::new();

@@ -11,4 +11,4 @@ pub mod mmpp;
 pub mod rb;
 pub mod work;
 
-pub use work::{stage_work, NetworkCost, StorageProfile, TokenCost, WorkFunction};
+pub use work::{flow_works, stage_work, NetworkCost, StorageProfile, TokenCost, WorkFunction};

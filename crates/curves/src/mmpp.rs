@@ -127,6 +127,11 @@ pub enum SizeKind {
     Empirical,
 }
 
+tailbound_model::names!(SizeKind, "size model", {
+    Exponential => "exponential",
+    Empirical => "empirical",
+});
+
 /// How a state's arrival rate is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -137,6 +142,11 @@ pub enum StateRate {
     /// the mean count of the state's intervals, / interval
     Observed,
 }
+
+tailbound_model::names!(StateRate, "state rate", {
+    BandCentre => "band-centre",
+    Observed => "observed",
+});
 
 /// Options of [`fit_mmpp`]. `Default` gives SNC-Meister's settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -292,6 +292,18 @@ pub fn stage_work(stage: Stage, profile: &StorageProfile) -> &dyn WorkFunction {
     }
 }
 
+/// The work function of every flow of `net` (in flow order) by its stage, with one storage
+/// profile for every device.
+pub fn flow_works<'a>(
+    net: &tailbound_model::Network,
+    profile: &'a StorageProfile,
+) -> Vec<&'a dyn WorkFunction> {
+    net.flows
+        .iter()
+        .map(|f| stage_work(f.stage, profile))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,6 +54,8 @@ pub enum ProbeError {
     Cpu { cpu: usize, allowed: Vec<usize> },
     #[error("unknown protocol {0:?}; use tcp or udp")]
     UnknownProtocol(String),
+    #[error("unknown I/O mode {0:?}; use blocking or nonblocking")]
+    UnknownIoMode(String),
     #[error("rdma is not available on this machine: {0}; probe tcp or udp instead")]
     RdmaUnavailable(String),
     #[error("cannot listen on {protocol} {addr}: port {port} is already in use; choose another --port (or 0 for any free port) or stop the process using it", port = addr.port())]

@@ -33,15 +33,13 @@ use rand_chacha::ChaCha8Rng;
 use tailbound_admission::{Admission, Policy};
 use tailbound_calculus::Bound;
 use tailbound_curves::mmpp::SizeKind;
-use tailbound_curves::stage_work;
-use tailbound_curves::StorageProfile;
+use tailbound_curves::{flow_works, stage_work, StorageProfile};
 use tailbound_model::{
-    ArrivalCurve, Excess, Flow, Mmpp, Network, Percentile, Queue, Request, Slo, Stage, TenantSpec,
+    Excess, FlowModels, Network, NetworkBuilder, NewTenant, Percentile, Request, Slo, Stage,
+    ETHERNET_MTU_BYTES, SLO_WINDOW_S,
 };
-use tailbound_scenario::{FlowSource, Part, Scenario, TenantHosts, TenantSource};
-use tailbound_sim::{
-    opt, opt_greedy, packetization_allowance_s, Plan, Replay, Service, ETHERNET_MTU,
-};
+use tailbound_sim::{opt, opt_greedy, Plan, Replay, Transmission};
+use tailbound_trace::Part;
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,7 +114,7 @@ impl AdmissionConfig {
             batch_gap_s: DEFAULT_BATCH_GAP,
             sizes: SizeKind::Empirical,
             excess: Excess::BestEffort,
-            window_s: 180.0,
+            window_s: SLO_WINDOW_S,
             isolated: true,
             threads: 2,
             speed_up: DEFAULT_SPEED_UP,
@@ -277,7 +275,7 @@ struct Characterized {
 }
 
 /// The (request, response) flows' MMPP and arrival curve.
-type Models = [(Mmpp, ArrivalCurve); 2];
+type Models = [FlowModels; 2];
 
 const STAGES: [Stage; 2] = [Stage::NetIn, Stage::NetOut];
 
@@ -311,8 +309,10 @@ fn characterize(
             r.arrival_ns = (r.arrival_ns as f64 / cfg.speed_up).round() as u64;
         }
     }
-    let (first, second) = Part::FirstHalf
-        .split(&trace)
+    let first = Part::FirstHalf.of(&trace).map_err(|e| err(e.to_string()))?;
+    let second = Part::FirstHalf
+        .held_out()
+        .of(&trace)
         .map_err(|e| err(e.to_string()))?;
     Ok(Characterized {
         name: path.file_stem().map_or_else(
@@ -345,92 +345,63 @@ impl Draw {
     }
 }
 
-/// Fig. 2's hosts, every link `cfg.link_bytes_per_s` each way, and no tenants yet.
-fn empty_run(cfg: &AdmissionConfig) -> (Scenario, Vec<String>) {
-    let mut net = Network::default();
-    let mut hosts = Vec::new();
+/// Fig. 2's hosts (`client<i>`, then `server<i>`), every link `cfg.link_bytes_per_s` each way,
+/// and no tenants yet.
+fn empty_run(cfg: &AdmissionConfig) -> NetworkBuilder {
+    let mut b = NetworkBuilder::new();
     for i in 0..cfg.clients {
-        hosts.push(format!("client{i}"));
+        b.host(format!("client{i}"), cfg.link_bytes_per_s, None);
     }
     for i in 0..cfg.servers {
-        hosts.push(format!("server{i}"));
+        b.host(format!("server{i}"), cfg.link_bytes_per_s, None);
     }
-    for h in &hosts {
-        for dir in ["out", "in"] {
-            net.queues.push(Queue {
-                name: format!("{h}-{dir}"),
-                rate: cfg.link_bytes_per_s,
-            });
-        }
-    }
-    let scenario = Scenario {
-        network: net,
-        tenants: Vec::new(),
-        hosts: Vec::new(),
-        flows: Vec::new(),
-    };
-    (scenario, hosts)
+    b
 }
 
 /// Adds tenant `name` as `d` draws it: a request flow (client-out → server-in) and a response
 /// flow (server-out → client-in) with the trace's models.
 fn push_tenant(
-    scenario: &mut Scenario,
-    hosts: &[String],
+    b: &mut NetworkBuilder,
     name: String,
     d: &Draw,
     tr: &Characterized,
-    path: &Path,
     percentile: Percentile,
-) {
-    let queue = |host: usize, dir: usize| 2 * host + dir;
-    let net = &mut scenario.network;
-    let tenant = net.tenants.len();
-    let paths = [
-        vec![queue(d.client, 0), queue(d.server, 1)],
-        vec![queue(d.server, 0), queue(d.client, 1)],
-    ];
-    let mut flows = Vec::new();
-    for (k, (suffix, path)) in ["req", "resp"].iter().zip(paths).enumerate() {
-        flows.push(net.flows.len());
-        net.flows.push(Flow {
-            name: format!("{name}-{suffix}"),
-            tenant,
-            path,
-            mmpp: Some(tr.models[k].0.clone()),
-            arrival: Some(tr.models[k].1.clone()),
-        });
-        scenario.flows.push(Some(FlowSource::network(STAGES[k])));
+) -> Result<(), AdmissionExperimentError> {
+    let slo = Slo {
+        latency_s: d.slo_s,
+        percentile,
+    };
+    let t = b.tenant(NewTenant::new(name, slo).between(d.client, d.server));
+    for (stage, models) in STAGES.into_iter().zip(&tr.models) {
+        b.flow(t, stage, models.clone())
+            .map_err(|e| AdmissionExperimentError::Config(e.to_string()))?;
     }
-    net.tenants.push(TenantSpec {
-        name,
-        slo: Slo {
-            latency_s: d.slo_s,
-            percentile,
-        },
-        flows,
-        group: None,
-        priority: None,
-    });
-    scenario.tenants.push(TenantSource::Trace {
-        path: path.to_path_buf(),
-        part: Part::FirstHalf,
-    });
-    scenario.hosts.push(Some(TenantHosts {
-        client: hosts[d.client].clone(),
-        server: hosts[d.server].clone(),
-    }));
+    Ok(())
 }
 
-/// Draws one run's tenants: a scenario (network + sources), their replayed requests, and how
-/// many draws the isolation test redrew ([`AdmissionConfig::isolated`]).
+/// Every flow's work function: the network estimators of its direction.
+fn works(net: &Network) -> Vec<&'static dyn tailbound_curves::WorkFunction> {
+    static PROFILE: std::sync::OnceLock<StorageProfile> = std::sync::OnceLock::new();
+    flow_works(net, PROFILE.get_or_init(StorageProfile::intel710_ssd))
+}
+
+/// One run's tenants: the network, every tenant's replayed requests and trace index, and how
+/// many draws the isolation test redrew.
+struct Run {
+    network: Network,
+    requests: Vec<Vec<Request>>,
+    traces: Vec<usize>,
+    redrawn: usize,
+}
+
+/// Draws one run's tenants ([`Run`]; [`AdmissionConfig::isolated`] redraws).
 fn build_run(
     cfg: &AdmissionConfig,
     traces: &[Characterized],
     seed: u64,
-) -> Result<(Scenario, Vec<Vec<Request>>, usize), AdmissionExperimentError> {
+) -> Result<Run, AdmissionExperimentError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (empty, hosts) = empty_run(cfg);
+    let empty = empty_run(cfg);
     // every trace once in random order, then random reuse
     let mut order: Vec<usize> = (0..traces.len()).collect();
     order.shuffle(&mut rng);
@@ -440,8 +411,9 @@ fn build_run(
     order.truncate(cfg.tenants);
     let percentile = Percentile::new(cfg.percentile)
         .map_err(|e| AdmissionExperimentError::Config(e.to_string()))?;
-    let mut scenario = empty.clone();
+    let mut builder = empty.clone();
     let mut requests = Vec::new();
+    let mut trace_of = Vec::new();
     let mut redrawn = 0;
     for (i, &first) in order.iter().enumerate() {
         let mut d = Draw::new(first, cfg, &mut rng);
@@ -449,20 +421,23 @@ fn build_run(
             let tr = &traces[d.trace];
             let name = format!("t{i}-{}", tr.name);
             let replay = tailbound_trace::rotate(&tr.replay, d.offset_ns);
-            let path = &cfg.traces[d.trace];
             let keep = !cfg.isolated || {
                 let mut alone = empty.clone();
-                push_tenant(&mut alone, &hosts, name.clone(), &d, tr, path, percentile);
-                let r = Replay::with_requests(&alone, vec![replay.clone()]).run(
+                push_tenant(&mut alone, name.clone(), &d, tr, percentile)?;
+                let alone = alone
+                    .build()
+                    .map_err(|e| AdmissionExperimentError::Config(e.to_string()))?;
+                let r = Replay::new(&alone, vec![replay.clone()], works(&alone))?.run(
                     &Plan::first(&alone, 1),
-                    Service::default(),
+                    Transmission::default(),
                     cfg.window_s,
                 )?;
                 r.tenants[0].meets_slo
             };
             if keep {
-                push_tenant(&mut scenario, &hosts, name, &d, tr, path, percentile);
+                push_tenant(&mut builder, name, &d, tr, percentile)?;
                 requests.push(replay);
+                trace_of.push(d.trace);
                 break;
             }
             redrawn += 1;
@@ -477,7 +452,14 @@ fn build_run(
             d = Draw::new(rng.gen_range(0..traces.len()), cfg, &mut rng);
         }
     }
-    Ok((scenario, requests, redrawn))
+    Ok(Run {
+        network: builder
+            .build()
+            .map_err(|e| AdmissionExperimentError::Config(e.to_string()))?,
+        requests,
+        traces: trace_of,
+        redrawn,
+    })
 }
 
 /// The isolation test gives up after this many redraws per tenant on average.
@@ -557,16 +539,23 @@ struct ReplayedTraffic<'a> {
     net: Network,
     done: Vec<bool>,
     replay: &'a Replay<'a>,
+    /// each tenant's trace file
+    paths: Vec<&'a Path>,
     cfg: &'a AdmissionConfig,
 }
 
 impl<'a> ReplayedTraffic<'a> {
-    fn new(replay: &'a Replay<'a>, cfg: &'a AdmissionConfig) -> ReplayedTraffic<'a> {
-        let net = replay.scenario().network.clone();
+    fn new(
+        replay: &'a Replay<'a>,
+        paths: Vec<&'a Path>,
+        cfg: &'a AdmissionConfig,
+    ) -> ReplayedTraffic<'a> {
+        let net = replay.network().clone();
         ReplayedTraffic {
             done: vec![false; net.tenants.len()],
             net,
             replay,
+            paths,
             cfg,
         }
     }
@@ -577,19 +566,15 @@ impl<'a> ReplayedTraffic<'a> {
             if std::mem::replace(&mut self.done[t], true) {
                 continue;
             }
-            let scenario = self.replay.scenario();
             let ms = models(self.replay.requests(t), self.cfg).map_err(|message| {
                 AdmissionExperimentError::Trace {
-                    path: match &scenario.tenants[t] {
-                        TenantSource::Trace { path, .. } => path.clone(),
-                        _ => PathBuf::from(&scenario.network.tenants[t].name),
-                    },
+                    path: self.paths[t].to_path_buf(),
                     message: format!("the replayed half of tenant {t}: {message}"),
                 }
             })?;
-            for (&f, (mmpp, arrival)) in scenario.network.tenants[t].flows.iter().zip(ms) {
-                self.net.flows[f].mmpp = Some(mmpp);
-                self.net.flows[f].arrival = Some(arrival);
+            for (&f, m) in self.replay.network().tenants[t].flows.iter().zip(ms) {
+                self.net.flows[f].mmpp = m.mmpp;
+                self.net.flows[f].arrival = m.arrival;
             }
         }
         Ok(&self.net)
@@ -606,20 +591,25 @@ fn one_run(
         .seed
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(run as u64);
-    let (scenario, requests, redrawn) = build_run(cfg, traces, seed)?;
-    let replay = Replay::with_requests(&scenario, requests);
-    let mut replayed = ReplayedTraffic::new(&replay, cfg);
-    let service = Service::Chunked {
-        mtu_bytes: ETHERNET_MTU,
+    let Run {
+        network,
+        requests,
+        traces: trace_of,
+        redrawn,
+    } = build_run(cfg, traces, seed)?;
+    let replay = Replay::new(&network, requests, works(&network))?;
+    let paths = trace_of.iter().map(|&i| cfg.traces[i].as_path()).collect();
+    let mut replayed = ReplayedTraffic::new(&replay, paths, cfg);
+    let service = Transmission::Chunked {
+        mtu_bytes: ETHERNET_MTU_BYTES,
     };
-    let packets = packetization_allowance_s(&scenario, ETHERNET_MTU);
     let mut policies = BTreeMap::new();
     for &policy in &cfg.policies {
-        let mut engine = Admission::new(&scenario.network, policy)?
+        let mut engine = Admission::new(&network, policy)?
             .with_excess(cfg.excess)
-            .with_packetization(packets.clone())?;
+            .with_mtu(Some(ETHERNET_MTU_BYTES));
         let start = Instant::now();
-        for t in 0..scenario.network.tenants.len() {
+        for t in 0..network.tenants.len() {
             engine.arrive(t)?;
         }
         let seconds = start.elapsed().as_secs_f64();
@@ -636,7 +626,7 @@ fn one_run(
             })
             .collect::<Result<_, _>>()?;
         let decisions = engine.decisions();
-        let plan = Plan::from_decisions(&scenario, &decisions)?;
+        let plan = Plan::from_decisions(&network, &decisions)?;
         let result = replay.run(&plan, service, cfg.window_s)?;
         let replayed_bounds: BTreeMap<usize, Option<f64>> = engine
             .bounds_on(replayed.covering(&engine.admitted())?)?
@@ -649,7 +639,7 @@ fn one_run(
             .zip(&plan.tenants)
             .map(|(t, ti)| Checked {
                 name: t.name.clone(),
-                slo_s: scenario.network.tenants[*ti].slo.latency_s,
+                slo_s: network.tenants[*ti].slo.latency_s,
                 bound_s: bounds[ti],
                 worst_s: t.worst_window_s(),
                 replayed_bound_s: replayed_bounds[ti],
@@ -704,7 +694,7 @@ fn one_run(
                 violations: violators.len(),
                 tenants,
                 seconds,
-                seconds_per_decision: seconds / scenario.network.tenants.len() as f64,
+                seconds_per_decision: seconds / network.tenants.len() as f64,
                 violators,
             },
         );
@@ -965,7 +955,8 @@ mod tests {
             assert_eq!(b.arrival_ns, a.arrival_ns / 4);
         }
         for k in 0..2 {
-            let (p, f) = (plain.models[k].1.tail_rate(), fast.models[k].1.tail_rate());
+            let rate = |c: &Characterized| c.models[k].arrival.as_ref().unwrap().tail_rate();
+            let (p, f) = (rate(&plain), rate(&fast));
             assert!((f / p - 4.0).abs() < 0.01, "mean rate {p} sped up 4x: {f}");
         }
         // a factor that is not > 0 is refused, naming it
@@ -987,23 +978,21 @@ mod tests {
         cfg.speed_up = 1.0;
         cfg.tenants = 8;
         cfg.slos_s = vec![0.010];
-        let uses = |s: &Scenario, name: &str| {
-            s.network
-                .tenants
-                .iter()
-                .filter(|t| t.name.ends_with(name))
-                .count()
-        };
+        let uses =
+            |s: &Network, name: &str| s.tenants.iter().filter(|t| t.name.ends_with(name)).count();
         // every trace is drawn once before any is reused, so "burst" is in the plain draw ...
-        let (plain, requests, redrawn) = build_run(&cfg, &traces, 7).unwrap();
-        assert_eq!(redrawn, 0);
-        assert!(uses(&plain, "-burst") >= 1);
+        let plain = build_run(&cfg, &traces, 7).unwrap();
+        assert_eq!(plain.redrawn, 0);
+        assert!(uses(&plain.network, "-burst") >= 1);
         // ... and replayed alone (rotated as drawn) it misses 10 ms, while "steady" meets it
-        let replay = Replay::with_requests(&plain, requests);
-        for (i, t) in plain.network.tenants.iter().enumerate() {
-            let mut plan = Plan::first(&plain, 0);
+        let net = &plain.network;
+        let replay = Replay::new(net, plain.requests.clone(), works(net)).unwrap();
+        for (i, t) in net.tenants.iter().enumerate() {
+            let mut plan = Plan::first(net, 0);
             plan.tenants = vec![i];
-            let r = replay.run(&plan, Service::default(), cfg.window_s).unwrap();
+            let r = replay
+                .run(&plan, Transmission::default(), cfg.window_s)
+                .unwrap();
             assert_eq!(
                 r.tenants[0].meets_slo,
                 t.name.ends_with("-steady"),
@@ -1013,10 +1002,10 @@ mod tests {
         }
         // with the isolation test every burst draw is replaced by a steady one
         cfg.isolated = true;
-        let (kept, requests, redrawn) = build_run(&cfg, &traces, 7).unwrap();
-        assert_eq!(uses(&kept, "-burst"), 0);
-        assert_eq!(uses(&kept, "-steady"), 8);
-        assert!(redrawn >= 1);
-        assert_eq!(requests.len(), 8);
+        let kept = build_run(&cfg, &traces, 7).unwrap();
+        assert_eq!(uses(&kept.network, "-burst"), 0);
+        assert_eq!(uses(&kept.network, "-steady"), 8);
+        assert!(kept.redrawn >= 1);
+        assert_eq!(kept.requests.len(), 8);
     }
 }

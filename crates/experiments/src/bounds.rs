@@ -19,7 +19,7 @@ use tailbound_curves::mmpp::{fit_mmpp, FitError, MmppFitOptions};
 use tailbound_curves::rb::{sustained_arrival_curve, work_series, RbError};
 use tailbound_curves::NetworkCost;
 use tailbound_model::{
-    ArrivalCurve, Flow, Mmpp, Network, Percentile, Queue, Slo, SloError, TenantSpec,
+    FlowModels, Network, NetworkBuilder, NewTenant, Percentile, Slo, SloError, Stage,
 };
 use tailbound_trace::{generate, ArrivalModel, GenError, GenSpec, SizeDist, Vocabulary};
 
@@ -66,13 +66,6 @@ impl Default for TenantWorkload {
     }
 }
 
-/// The models of one characterized tenant flow.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FlowModels {
-    pub mmpp: Mmpp,
-    pub arrival: ArrivalCurve,
-}
-
 /// Generates and characterizes `count` tenants (seeds `seed`, `seed + 1`, ...).
 pub fn tenants(
     workload: &TenantWorkload,
@@ -96,51 +89,40 @@ pub fn tenants(
         .map(|i| {
             let trace = generate(&spec, seed.wrapping_add(i as u64))?;
             Ok(FlowModels {
-                mmpp: fit_mmpp(&trace.requests, &work, &MmppFitOptions::default())?,
-                arrival: sustained_arrival_curve(&work_series(&trace.requests, &work)?)?,
+                mmpp: Some(fit_mmpp(
+                    &trace.requests,
+                    &work,
+                    &MmppFitOptions::default(),
+                )?),
+                arrival: Some(sustained_arrival_curve(&work_series(
+                    &trace.requests,
+                    &work,
+                )?)?),
             })
         })
         .collect()
 }
 
-/// `models.len()` tenants through `server-out` → `client-in`; the first `dependent` of them
-/// form one dependency group.
+/// `models.len()` tenants whose responses cross `server-out` → `client-in`; the first
+/// `dependent` of them form one dependency group.
 pub fn two_queue_network(
     models: &[FlowModels],
     link_bytes_per_s: f64,
     dependent: usize,
 ) -> Network {
     let slo = Slo::new(1.0, 99.9).expect("a valid SLO");
-    let mut net = Network {
-        queues: vec![
-            Queue {
-                name: "server-out".into(),
-                rate: link_bytes_per_s,
-            },
-            Queue {
-                name: "client-in".into(),
-                rate: link_bytes_per_s,
-            },
-        ],
-        ..Network::default()
-    };
+    let mut b = NetworkBuilder::new();
+    let server = b.host("server", link_bytes_per_s, None);
+    let client = b.host("client", link_bytes_per_s, None);
     for (i, m) in models.iter().enumerate() {
-        net.flows.push(Flow {
-            name: format!("t{i}-resp"),
-            tenant: i,
-            path: vec![0, 1],
-            mmpp: Some(m.mmpp.clone()),
-            arrival: Some(m.arrival.clone()),
-        });
-        net.tenants.push(TenantSpec {
-            name: format!("t{i}"),
-            slo,
-            flows: vec![i],
+        let t = b.tenant(NewTenant {
             group: (i < dependent).then(|| "dependent".to_string()),
-            priority: None,
+            ..NewTenant::new(format!("t{i}"), slo).between(client, server)
         });
+        b.flow(t, Stage::NetOut, m.clone())
+            .expect("both hosts exist");
     }
-    net
+    b.build().expect("a valid network")
 }
 
 /// One x value and each method's bound there [s] (`None`: unbounded).

@@ -34,11 +34,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tailbound_curves::NetworkCost;
-use tailbound_model::{Excess, Flow, Network, Op, Queue, Request, Slo, TenantSpec};
+use tailbound_model::{
+    flow_name, Bucket, Excess, FlowModels, Network, NetworkBuilder, NetworkError, NewTenant, Op,
+    Request, Slo, Stage,
+};
 use tailbound_shaping::eyeq::{EyeqConfig, FEEDBACK_FRAME_BYTES};
 use tailbound_sim::{
-    nearest_rank, simulate, ClosedLoop, EyeqSim, FlowWork, SimConfig, SimError, SizeWork,
-    StageShaping, TenantWorkload,
+    nearest_rank, simulate, ClosedLoop, EyeqSim, SimConfig, SimError, SizeWork, TenantWorkload,
 };
 use tailbound_trace::gen::{generate, ArrivalModel, GenError, GenSpec, SizeDist, Vocabulary};
 
@@ -58,6 +60,8 @@ pub enum EyeqExperimentError {
     NoSeeds,
     #[error("simulation: {0}")]
     Sim(#[from] SimError),
+    #[error("network: {0}")]
+    Network(#[from] NetworkError),
     #[error("memcached workload: {0}")]
     Generate(#[from] GenError),
     #[error("{backend} backend: {message}")]
@@ -263,38 +267,7 @@ pub enum Mode {
     Eyeq,
 }
 
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::None => "none",
-            Mode::Static => "static",
-            Mode::Eyeq => "eyeq",
-        }
-    }
-}
-
-/// An unknown [`Mode`] or [`Row`] name.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {what} {given:?}; use one of {accepted}")]
-pub struct UnknownName {
-    what: &'static str,
-    given: String,
-    accepted: &'static str,
-}
-
-impl std::str::FromStr for Mode {
-    type Err = UnknownName;
-    fn from_str(s: &str) -> Result<Mode, UnknownName> {
-        [Mode::None, Mode::Static, Mode::Eyeq]
-            .into_iter()
-            .find(|m| m.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "mode",
-                given: s.into(),
-                accepted: "none, static, eyeq",
-            })
-    }
-}
+tailbound_model::names!(Mode, "mode", { None => "none", Static => "static", Eyeq => "eyeq" });
 
 /// A row of EyeQ's memcached table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,43 +283,20 @@ pub enum Row {
     InterferenceEyeq,
 }
 
+tailbound_model::names!(Row, "row", {
+    Alone => "alone",
+    AloneEyeq => "alone_eyeq",
+    Interference => "interference",
+    InterferenceEyeq => "interference_eyeq",
+});
+
 impl Row {
-    pub const ALL: [Row; 4] = [
-        Row::Alone,
-        Row::AloneEyeq,
-        Row::Interference,
-        Row::InterferenceEyeq,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Row::Alone => "alone",
-            Row::AloneEyeq => "alone_eyeq",
-            Row::Interference => "interference",
-            Row::InterferenceEyeq => "interference_eyeq",
-        }
-    }
-
     fn eyeq(self) -> bool {
         matches!(self, Row::AloneEyeq | Row::InterferenceEyeq)
     }
 
     fn blaster(self) -> bool {
         matches!(self, Row::Interference | Row::InterferenceEyeq)
-    }
-}
-
-impl std::str::FromStr for Row {
-    type Err = UnknownName;
-    fn from_str(s: &str) -> Result<Row, UnknownName> {
-        Row::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "row",
-                given: s.into(),
-                accepted: "alone, alone_eyeq, interference, interference_eyeq",
-            })
     }
 }
 
@@ -802,38 +752,33 @@ fn blaster(setup: &EyeqSetup, seed: u64, duration_s: f64) -> (Vec<Request>, Vec<
 
 /// A network of queues and single-priority tenants; `flows[t]` lists tenant t's stages as
 /// paths of queue indices.
-fn network(queues: &[(&str, f64)], tenants: &[(&str, Vec<Vec<usize>>)]) -> Network {
-    let mut net = Network {
-        queues: queues
-            .iter()
-            .map(|&(name, rate)| Queue {
-                name: name.into(),
-                rate,
-            })
-            .collect(),
-        ..Network::default()
-    };
-    for (t, (name, stages)) in tenants.iter().enumerate() {
-        let mut flows = Vec::new();
-        for (s, path) in stages.iter().enumerate() {
-            flows.push(net.flows.len());
-            net.flows.push(Flow {
-                name: format!("{name}-{s}"),
-                tenant: t,
-                path: path.clone(),
-                mmpp: None,
-                arrival: None,
-            });
-        }
-        net.tenants.push(TenantSpec {
-            name: (*name).into(),
-            slo: Slo::new(1.0, 99.9).expect("a 1 s p99.9 SLO is valid"),
-            flows,
-            group: None,
-            priority: Some(0),
-        });
+/// Free-standing queues and tenants along explicit paths: each tenant's first path is its
+/// request direction ([`Stage::NetIn`]), a second one its response ([`Stage::NetOut`]).
+fn network(
+    queues: &[(&str, f64)],
+    tenants: &[(&str, Vec<Vec<usize>>)],
+) -> Result<Network, NetworkError> {
+    let mut b = NetworkBuilder::new();
+    for &(name, rate) in queues {
+        b.queue(name, rate);
     }
-    net
+    for (name, paths) in tenants {
+        let slo = Slo::new(1.0, 99.9).expect("a 1 s p99.9 SLO is valid");
+        let t = b.tenant(NewTenant {
+            priority: Some(0),
+            ..NewTenant::new(*name, slo)
+        });
+        for (path, stage) in paths.iter().zip([Stage::NetIn, Stage::NetOut]) {
+            b.flow_on(
+                t,
+                flow_name(name, stage),
+                stage,
+                path.clone(),
+                FlowModels::default(),
+            );
+        }
+    }
+    b.build()
 }
 
 fn eyeq_sim(setup: &EyeqSetup, receivers: Vec<usize>, tenants: usize) -> EyeqSim {
@@ -864,7 +809,7 @@ impl Backend for Simulator {
                 ("server-in", setup.link_rate),
             ],
             &[("tcp", vec![vec![0, 2]]), ("blaster", vec![vec![1, 2]])],
-        );
+        )?;
         // enough segments to keep the connection busy for the whole run at line rate
         let segments = (1.1 * setup.duration_s * setup.link_rate / setup.tcp_segment_bytes as f64)
             .ceil() as usize
@@ -880,11 +825,11 @@ impl Backend for Simulator {
         let workloads = [
             TenantWorkload {
                 requests: &tcp,
-                flows: vec![FlowWork::link(&SizeWork)],
+                works: vec![&SizeWork],
             },
             TenantWorkload {
                 requests: &udp,
-                flows: vec![FlowWork::link(&SizeWork)],
+                works: vec![&SizeWork],
             },
         ];
         let bin_ns = (setup.bin_s * NS_PER_S).round() as u64;
@@ -904,7 +849,7 @@ impl Backend for Simulator {
         match mode {
             Mode::None => {}
             Mode::Static => {
-                let bucket = StageShaping {
+                let bucket = Bucket {
                     rate: setup.guarantee(),
                     burst: 2.0 * setup.datagram_bytes.max(setup.tcp_segment_bytes) as f64,
                 };
@@ -945,7 +890,7 @@ impl Backend for Simulator {
                 ("memcached", vec![vec![0, 3], vec![4, 1]]),
                 ("blaster", vec![vec![2, 3]]),
             ],
-        );
+        )?;
         let request = NetworkCost::REQUEST_DIRECTION;
         let per_request = request.header_bytes + request.write_per_byte * setup.object_bytes as f64;
         let spec = GenSpec {
@@ -974,11 +919,11 @@ impl Backend for Simulator {
         let workloads = [
             TenantWorkload {
                 requests: &memcached,
-                flows: vec![FlowWork::link(&request), FlowWork::link(&response)],
+                works: vec![&request, &response],
             },
             TenantWorkload {
                 requests: &udp,
-                flows: vec![FlowWork::link(&SizeWork)],
+                works: vec![&SizeWork],
             },
         ];
         let cfg = SimConfig {

@@ -46,14 +46,15 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use tailbound_curves::{NetworkCost, StorageProfile};
-use tailbound_model::{Flow, Network, Queue, Request, Slo, SloError, TenantSpec};
+use tailbound_model::{
+    FlowModels, Network, NetworkBuilder, NewTenant, Request, Slo, SloError, SLO_WINDOW_S,
+};
 use tailbound_placement::{
-    characterize, server_name, Arrival, Assignment, LpStage, PlacementConfig, PlacementError,
+    characterize, server_name, Assignment, LpStage, Placement, PlacementConfig, PlacementError,
     Placer, Policy, ServerSpec, Workload, WorkloadId,
 };
 use tailbound_sim::{
-    simulate, Excess, FlowWork, Service, SimConfig, SimError, SimResult, StageShaping,
-    TenantWorkload,
+    simulate, Excess, SimConfig, SimError, SimResult, TenantWorkload, Transmission,
 };
 use tailbound_trace::{rotate, rotation_period, Trace};
 
@@ -79,6 +80,11 @@ pub enum Events {
     ArrivalsDepartures,
 }
 
+tailbound_model::names!(Events, "event mode", {
+    Arrivals => "arrivals",
+    ArrivalsDepartures => "arrivals-departures",
+});
+
 /// The experiment's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlacementExperimentConfig {
@@ -97,8 +103,8 @@ pub struct PlacementExperimentConfig {
     pub max_segments: Option<usize>,
     /// replay the second halves in the simulator
     pub replay: bool,
-    /// how the simulator serves links
-    pub service: Service,
+    /// how the simulator's links carry work
+    pub transmission: Transmission,
     /// what the replay's shapers do with requests beyond the chosen ⟨r, b⟩
     pub excess: Excess,
     pub profile: StorageProfile,
@@ -119,7 +125,7 @@ impl Default for PlacementExperimentConfig {
             policies: Policy::all(),
             max_segments: None,
             replay: true,
-            service: Service::default(),
+            transmission: Transmission::default(),
             excess: Excess::BestEffort,
             profile: StorageProfile::intel710_ssd(),
             threads: 2,
@@ -262,7 +268,7 @@ fn alone_assignment(
         max_servers: Some(1),
     })?;
     let (_, outcome) = placer.arrive(w)?;
-    Ok(matches!(outcome, Arrival::Placed { .. }).then(|| placer.assignments().remove(0)))
+    Ok(matches!(outcome, Placement::Placed { .. }).then(|| placer.assignments().remove(0)))
 }
 
 /// Shares of a workload's latency budget at which [`meets_slo_in_isolation`] tries its limits;
@@ -403,8 +409,8 @@ pub fn place(
             let (id, outcome) = placer.arrive(sampled[i].workload.clone())?;
             ids[i] = Some(id);
             match outcome {
-                Arrival::Placed { .. } => {}
-                Arrival::FitsNowhere if policy.is_baseline() => {
+                Placement::Placed { .. } => {}
+                Placement::FitsNowhere if policy.is_baseline() => {
                     alone[i] = true;
                     dedicated += 1;
                     dedicated_live += 1;
@@ -447,68 +453,31 @@ pub fn place(
     Ok((placer, result))
 }
 
-/// The replay network of one server: its three queues, each workload's client NIC, and
-/// per workload the flows req → storage → resp.
+/// The replay network of one server: the server (NIC and storage), each workload's client
+/// host (its own NIC), and per workload the flows req → storage → resp.
 fn server_network(
     k: usize,
     members: &[(&Assignment, &Sampled)],
     server: &ServerSpec,
     percentile: f64,
-) -> Result<Network, SloError> {
-    let host = server_name(k);
+) -> Result<Network, PlacementExperimentError> {
     let link = server.link_bytes_per_s;
-    let mut net = Network {
-        queues: vec![
-            Queue {
-                name: format!("{host}-in"),
-                rate: link,
-            },
-            Queue {
-                name: format!("{host}-storage"),
-                rate: server.storage_rate,
-            },
-            Queue {
-                name: format!("{host}-out"),
-                rate: link,
-            },
-        ],
-        flows: Vec::new(),
-        tenants: Vec::new(),
-    };
-    for (t, (a, s)) in members.iter().enumerate() {
-        let client = net.queues.len();
-        net.queues.push(Queue {
-            name: format!("{}-client-out", a.name),
-            rate: link,
-        });
-        net.queues.push(Queue {
-            name: format!("{}-client-in", a.name),
-            rate: link,
-        });
-        let mut flows = Vec::new();
-        for (suffix, path) in [
-            ("req", vec![client, 0]),
-            ("storage", vec![1]),
-            ("resp", vec![2, client + 1]),
-        ] {
-            flows.push(net.flows.len());
-            net.flows.push(Flow {
-                name: format!("{}-{suffix}", a.name),
-                tenant: t,
-                path,
-                mmpp: None,
-                arrival: None,
-            });
-        }
-        net.tenants.push(TenantSpec {
-            name: a.name.clone(),
-            slo: Slo::new(s.workload.slo.latency_s, percentile)?,
-            flows,
-            group: None,
+    let mut b = NetworkBuilder::new();
+    let host = b.host(server_name(k), link, Some(server.storage_rate));
+    for (a, s) in members {
+        let client = b.host(format!("{}-client", a.name), link, None);
+        let slo = Slo::new(s.workload.slo.latency_s, percentile)?;
+        let t = b.tenant(NewTenant {
             priority: Some(a.priority),
+            ..NewTenant::new(a.name.clone(), slo).between(client, host)
         });
+        for stage in LpStage::SERVER.iter().filter_map(|s| s.flow_stage()) {
+            b.flow(t, stage, FlowModels::default())
+                .map_err(|e| PlacementExperimentError::Config(e.to_string()))?;
+        }
     }
-    Ok(net)
+    b.build()
+        .map_err(|e| PlacementExperimentError::Config(e.to_string()))
 }
 
 /// What the replay of the placed workloads found.
@@ -570,11 +539,7 @@ fn simulate_server(
         .iter()
         .map(|(_, s)| TenantWorkload {
             requests: &s.replay,
-            flows: vec![
-                FlowWork::link(&request_cost),
-                FlowWork::device(&cfg.profile),
-                FlowWork::link(&response_cost),
-            ],
+            works: vec![&request_cost, &cfg.profile, &response_cost],
         })
         .collect();
     let mut shapers = Vec::with_capacity(net.flows.len());
@@ -582,10 +547,7 @@ fn simulate_server(
         for stage in [LpStage::NetIn, LpStage::Storage, LpStage::NetOut] {
             let l = a.limits[stage.index()];
             shapers.push(if shaping.is_some() && l.rate > 0.0 {
-                vec![StageShaping {
-                    rate: l.rate,
-                    burst: l.burst,
-                }]
+                vec![l]
             } else {
                 Vec::new()
             });
@@ -595,10 +557,10 @@ fn simulate_server(
         &net,
         &workloads,
         &SimConfig {
-            service: cfg.service,
+            transmission: cfg.transmission,
             priorities: None,
             shapers,
-            window_s: 180.0,
+            window_s: SLO_WINDOW_S,
             excess: shaping.unwrap_or(cfg.excess),
             ..SimConfig::default()
         },

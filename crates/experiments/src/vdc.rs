@@ -30,8 +30,8 @@ use tailbound_allocation::vdc::{
 };
 use tailbound_allocation::{ControllerConfig, Datacenter, Mechanism, VdcSpec};
 use tailbound_curves::work::{PiecewiseCost, TokenCost};
-pub use tailbound_sim::vdc::Isolation;
-use tailbound_sim::vdc::{
+pub use tailbound_vdc_sim::Isolation;
+use tailbound_vdc_sim::{
     simulate_vdc, ApplianceModel, FlowWorkload, IntervalRecord, Loop, VdcSimConfig,
 };
 
@@ -56,7 +56,7 @@ pub enum VdcExperimentError {
     #[error("invalid experiment spec: {0}")]
     Spec(#[from] tailbound_allocation::AllocError),
     #[error("simulation: {0}")]
-    Sim(#[from] tailbound_sim::vdc::VdcSimError),
+    Sim(#[from] tailbound_vdc_sim::VdcSimError),
     #[error("{0}")]
     Config(String),
 }

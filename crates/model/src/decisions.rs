@@ -4,15 +4,18 @@
 //! Every decision command (`tailbound admit`, `tailbound place`, ...) emits a [`Decisions`]
 //! (JSON); `tailbound simulate --decisions FILE` replays a scenario under it. Rate limits are
 //! per flow of the [`Network`](crate::Network) (`<tenant>-req`, `<tenant>-storage`,
-//! `<tenant>-resp` in scenario networks), in the unit of the flow's queues: bytes on links,
+//! `<tenant>-resp` in scenario networks), with the flow's [`Stage`] (so that an enforcer knows
+//! the direction without the network: `net-in` leaves the client toward the server, `net-out`
+//! the server toward the client), in the unit of the flow's queues: bytes on links,
 //! busy-seconds on storage.
 //!
 //! ```json
 //! {"policy": "snc-meister",
 //!  "tenants": [{"name": "t0", "admitted": true, "priority": 0,
-//!               "limits": [{"flow": "t0-req", "rate": 1.2e6, "burst": 64000}]}]}
+//!               "limits": [{"flow": "t0-req", "stage": "net-in", "rate": 1.2e6, "burst": 64000}]}]}
 //! ```
 
+use crate::{Bucket, Stage};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -48,6 +51,8 @@ pub enum Excess {
     BestEffort,
 }
 
+crate::names!(Excess, "excess policy", { Wait => "wait", BestEffort => "best-effort" });
+
 /// One tenant's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,16 +73,47 @@ pub struct TenantDecision {
     pub limits: Vec<RateLimit>,
 }
 
-/// A token bucket in front of one flow.
+/// A token bucket in front of one flow. In JSON its bucket's fields sit beside the flow's:
+/// `{"flow": "t0-req", "stage": "net-in", "rate": 1.2e6, "burst": 64000}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawLimit", into = "RawLimit")]
 pub struct RateLimit {
     /// the flow's name in the network
     pub flow: String,
-    /// token rate [work/s]
-    pub rate: f64,
-    /// bucket depth [work]
-    pub burst: f64,
+    /// the flow's stage
+    pub stage: Stage,
+    /// [work/s, work] in the unit of the flow's queues
+    pub bucket: Bucket,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimit {
+    flow: String,
+    stage: Stage,
+    rate: f64,
+    burst: f64,
+}
+
+impl From<RawLimit> for RateLimit {
+    fn from(r: RawLimit) -> RateLimit {
+        RateLimit {
+            flow: r.flow,
+            stage: r.stage,
+            bucket: Bucket::new(r.rate, r.burst),
+        }
+    }
+}
+
+impl From<RateLimit> for RawLimit {
+    fn from(l: RateLimit) -> RawLimit {
+        RawLimit {
+            flow: l.flow,
+            stage: l.stage,
+            rate: l.bucket.rate,
+            burst: l.bucket.burst,
+        }
+    }
 }
 
 /// A decisions file that cannot be right.
@@ -113,18 +149,19 @@ impl Decisions {
                 return Err(DecisionsError::DuplicateTenant(t.name.clone()));
             }
             for l in &t.limits {
-                if !(l.rate.is_finite() && l.rate > 0.0) {
+                let Bucket { rate, burst } = l.bucket;
+                if !(rate.is_finite() && rate > 0.0) {
                     return Err(DecisionsError::Rate {
                         tenant: t.name.clone(),
                         flow: l.flow.clone(),
-                        rate: l.rate,
+                        rate,
                     });
                 }
-                if !(l.burst.is_finite() && l.burst >= 0.0) {
+                if !(burst.is_finite() && burst >= 0.0) {
                     return Err(DecisionsError::Burst {
                         tenant: t.name.clone(),
                         flow: l.flow.clone(),
-                        burst: l.burst,
+                        burst,
                     });
                 }
             }
@@ -153,8 +190,8 @@ mod tests {
                 server: None,
                 limits: vec![RateLimit {
                     flow: "t0-req".into(),
-                    rate,
-                    burst,
+                    stage: Stage::NetIn,
+                    bucket: Bucket::new(rate, burst),
                 }],
             }],
         }
@@ -166,6 +203,10 @@ mod tests {
         let text = serde_json::to_string(&d).unwrap();
         assert_eq!(serde_json::from_str::<Decisions>(&text).unwrap(), d);
         assert!(!text.contains("server"), "{text}");
+        assert!(
+            text.contains(r#"{"flow":"t0-req","stage":"net-in","rate":1000000.0,"burst":1500.0}"#),
+            "{text}"
+        );
     }
 
     #[test]
@@ -188,9 +229,24 @@ mod tests {
         );
         // several buckets on one flow are one concave arrival curve
         let mut d = one(1.0, 1.0);
-        let l = d.tenants[0].limits[0].clone();
-        d.tenants[0].limits.push(RateLimit { rate: 2.0, ..l });
+        let mut l = d.tenants[0].limits[0].clone();
+        l.bucket.rate = 2.0;
+        d.tenants[0].limits.push(l);
         assert!(d.validate().is_ok());
+    }
+
+    #[test]
+    fn a_limit_without_its_stage_or_with_a_typo_is_an_error() {
+        let e = serde_json::from_str::<Decisions>(
+            r#"{"tenants":[{"name":"a","admitted":true,"limits":[{"flow":"a-req","rate":1,"burst":1}]}]}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("stage"), "{e}");
+        let e = serde_json::from_str::<Decisions>(
+            r#"{"tenants":[{"name":"a","admitted":true,"limits":[{"flow":"a-req","stage":"net-in","rate":1,"brust":1}]}]}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("brust"), "{e}");
     }
 
     #[test]

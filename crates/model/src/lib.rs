@@ -6,10 +6,12 @@
 //! traces lives in `tailbound-trace`; turning traces into these models lives in
 //! `tailbound-curves`; bounds over them live in the calculus crate.
 //!
-//! Main types: [`Request`] and [`Op`], [`Stage`], [`Slo`] and [`Percentile`], [`RbCurve`],
-//! [`ArrivalCurve`], [`Mmpp`]; unit parsers in [`units`].
+//! Main types: [`Request`] and [`Op`], [`Stage`], [`Slo`] and [`Percentile`], [`Bucket`],
+//! [`RbCurve`], [`ArrivalCurve`], [`Mmpp`]; the [`Network`] of hosts, queues, flows and tenants
+//! and its one [`NetworkBuilder`]; a policy's [`Decisions`]; unit parsers in [`units`].
 
 pub mod decisions;
+pub mod names;
 pub mod network;
 pub mod request;
 pub mod slo;
@@ -18,8 +20,12 @@ pub mod traffic;
 pub mod units;
 
 pub use decisions::{Decisions, DecisionsError, Excess, RateLimit, TenantDecision};
-pub use network::{Flow, Network, NetworkError, Queue, TenantSpec};
+pub use names::UnknownName;
+pub use network::{
+    flow_name, Flow, FlowModels, Host, Network, NetworkBuilder, NetworkError, NewTenant, Queue,
+    QueueKind, QueueSite, TenantHosts, TenantSpec, ETHERNET_MTU_BYTES,
+};
 pub use request::{Op, OpKind, Request};
-pub use slo::{Percentile, Slo, SloError};
+pub use slo::{Percentile, Slo, SloError, SLO_WINDOW_S};
 pub use stage::Stage;
-pub use traffic::{ArrivalCurve, CurveError, Mmpp, MmppState, RbCurve, SizeModel};
+pub use traffic::{ArrivalCurve, Bucket, CurveError, Mmpp, MmppState, RbCurve, SizeModel};

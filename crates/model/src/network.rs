@@ -9,17 +9,68 @@
 //! a storage queue busy-seconds at `rate` 1 [busy-s/s]. A flow's traffic models are in the
 //! same unit.
 
-use crate::{ArrivalCurve, Mmpp, Slo};
+use crate::{ArrivalCurve, Mmpp, Slo, Stage};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-/// A queue: one direction of a host's link (`host-out`, `host-in`) or a storage device.
-/// Static priority between tenants' priority levels, FIFO within a level.
+/// Ethernet's MTU [bytes]: the packet size links carry work in (the simulator's chunks, the
+/// calculus' packetization allowance).
+pub const ETHERNET_MTU_BYTES: u64 = 1500;
+
+/// A host: a NIC with one queue per direction, and optionally a storage device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub name: String,
+    /// its NIC's queue toward the network (`<host>-out`), index into [`Network::queues`]
+    pub egress: usize,
+    /// its NIC's queue from the network (`<host>-in`), index into [`Network::queues`]
+    pub ingress: usize,
+    /// its storage device (`<host>-storage`), index into [`Network::queues`]
+    pub storage: Option<usize>,
+}
+
+/// What a queue of a host is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueKind {
+    /// the host's NIC toward the network [bytes]
+    Egress,
+    /// the host's NIC from the network [bytes]
+    Ingress,
+    /// the host's storage device [busy-s]
+    Storage,
+}
+
+impl QueueKind {
+    /// The suffix of the queue's name after the host's (`<host>-out`, ...).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            QueueKind::Egress => "out",
+            QueueKind::Ingress => "in",
+            QueueKind::Storage => "storage",
+        }
+    }
+}
+
+/// Where a queue sits: which host, which part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QueueSite {
+    /// index into [`Network::hosts`]
+    pub host: usize,
+    pub kind: QueueKind,
+}
+
+/// A queue: one direction of a host's link, a storage device, or (in networks given as raw
+/// queues, such as SNC-Meister's model configs) a server that belongs to no host. Static
+/// priority between tenants' priority levels, FIFO within a level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Queue {
     pub name: String,
     /// service rate [work/s]
     pub rate: f64,
+    /// the host and part of it this queue is; `None` for a queue of no host
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<QueueSite>,
 }
 
 /// One direction of a tenant's traffic: its arrivals at the source and the queues it crosses.
@@ -28,12 +79,30 @@ pub struct Flow {
     pub name: String,
     /// index into [`Network::tenants`]
     pub tenant: usize,
+    /// the stage this flow loads: its work unit and, for flows between hosts, its direction
+    pub stage: Stage,
     /// queues crossed in order, indices into [`Network::queues`]
     pub path: Vec<usize>,
     /// stochastic model of the arrivals at the source (needed by the SNC analyses)
     pub mmpp: Option<Mmpp>,
     /// deterministic arrival curve at the source (needed by the DNC analysis)
     pub arrival: Option<ArrivalCurve>,
+}
+
+/// The traffic models of one flow, as characterization produces them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FlowModels {
+    pub mmpp: Option<Mmpp>,
+    pub arrival: Option<ArrivalCurve>,
+}
+
+/// The hosts a tenant's requests run between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TenantHosts {
+    /// index into [`Network::hosts`]
+    pub client: usize,
+    /// index into [`Network::hosts`]
+    pub server: usize,
 }
 
 /// A tenant: an SLO over the sum of its flows' latencies.
@@ -48,11 +117,16 @@ pub struct TenantSpec {
     /// explicit priority level, 0 highest; `None` derives it from the SLO (dense rank of the
     /// SLO latency, tightest first)
     pub priority: Option<u32>,
+    /// its client and server; `None` in networks given as raw queues
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<TenantHosts>,
 }
 
-/// Queues, flows and tenants.
+/// Hosts, queues, flows and tenants. Build one with [`NetworkBuilder`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Network {
+    #[serde(default)]
+    pub hosts: Vec<Host>,
     pub queues: Vec<Queue>,
     pub flows: Vec<Flow>,
     pub tenants: Vec<TenantSpec>,
@@ -84,11 +158,54 @@ pub enum NetworkError {
         owner: usize,
         tenant: String,
     },
+    #[error("host {host:?}: its {kind:?} queue {index} is not a queue of this host")]
+    HostQueue {
+        host: String,
+        kind: QueueKind,
+        index: usize,
+    },
+    #[error("tenant {tenant:?} refers to host {index}, but there are only {len}")]
+    HostIndex {
+        tenant: String,
+        index: usize,
+        len: usize,
+    },
+    #[error("tenant {0:?} names no client and server hosts, so its flows cannot be routed; give it hosts or explicit paths")]
+    NoHosts(String),
+    #[error("tenant {tenant:?} uses the storage of host {host:?}, which has none")]
+    NoStorage { tenant: String, host: String },
+    #[error("unknown host {name:?}; the hosts are {known}")]
+    UnknownHost { name: String, known: String },
 }
 
 impl Network {
-    /// Checks indices, names, rates and ownership.
+    /// Checks indices, names, rates, ownership, and that every host's queues sit at it.
     pub fn validate(&self) -> Result<(), NetworkError> {
+        let mut names = HashSet::new();
+        for (hi, h) in self.hosts.iter().enumerate() {
+            if !names.insert(h.name.as_str()) {
+                return Err(NetworkError::Duplicate {
+                    what: "host",
+                    name: h.name.clone(),
+                });
+            }
+            let queues = [
+                (QueueKind::Egress, Some(h.egress)),
+                (QueueKind::Ingress, Some(h.ingress)),
+                (QueueKind::Storage, h.storage),
+            ];
+            for (kind, q) in queues {
+                let Some(index) = q else { continue };
+                let site = self.queues.get(index).and_then(|q| q.site);
+                if site != Some(QueueSite { host: hi, kind }) {
+                    return Err(NetworkError::HostQueue {
+                        host: h.name.clone(),
+                        kind,
+                        index,
+                    });
+                }
+            }
+        }
         let mut names = HashSet::new();
         for q in &self.queues {
             if !(q.rate.is_finite() && q.rate > 0.0) {
@@ -152,6 +269,17 @@ impl Network {
             if t.flows.is_empty() {
                 return Err(NetworkError::NoFlows(t.name.clone()));
             }
+            if let Some(h) = t.hosts {
+                for index in [h.client, h.server] {
+                    if index >= self.hosts.len() {
+                        return Err(NetworkError::HostIndex {
+                            tenant: t.name.clone(),
+                            index,
+                            len: self.hosts.len(),
+                        });
+                    }
+                }
+            }
             for &f in &t.flows {
                 let Some(flow) = self.flows.get(f) else {
                     return Err(NetworkError::Index {
@@ -193,6 +321,276 @@ impl Network {
             })
             .collect()
     }
+
+    /// The network of tenants `tenants` only (in that order), with all hosts and queues; each
+    /// tenant keeps its flows, renumbered. Also returns, per flow of the result, its index in
+    /// `self`.
+    pub fn subset(&self, tenants: &[usize]) -> (Network, Vec<usize>) {
+        let mut net = Network {
+            hosts: self.hosts.clone(),
+            queues: self.queues.clone(),
+            flows: Vec::new(),
+            tenants: Vec::with_capacity(tenants.len()),
+        };
+        let mut origin = Vec::new();
+        for &t in tenants {
+            let mut spec = self.tenants[t].clone();
+            for f in &mut spec.flows {
+                let mut flow = self.flows[*f].clone();
+                flow.tenant = net.tenants.len();
+                origin.push(*f);
+                *f = net.flows.len();
+                net.flows.push(flow);
+            }
+            net.tenants.push(spec);
+        }
+        (net, origin)
+    }
+
+    /// The host named `name`.
+    pub fn host_index(&self, name: &str) -> Option<usize> {
+        self.hosts.iter().position(|h| h.name == name)
+    }
+
+    /// The host named `name`, or an error listing the hosts.
+    pub fn host_named(&self, name: &str) -> Result<usize, NetworkError> {
+        self.host_index(name)
+            .ok_or_else(|| NetworkError::UnknownHost {
+                name: name.to_string(),
+                known: self
+                    .hosts
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    /// The queues a flow of `stage` crosses between `hosts` (the one rule of the client-server
+    /// model): the request goes client out → server in, storage is the server's device, the
+    /// response goes server out → client in.
+    pub fn route(
+        &self,
+        tenant: &str,
+        stage: Stage,
+        hosts: TenantHosts,
+    ) -> Result<Vec<usize>, NetworkError> {
+        let host = |i: usize| {
+            self.hosts.get(i).ok_or_else(|| NetworkError::HostIndex {
+                tenant: tenant.to_string(),
+                index: i,
+                len: self.hosts.len(),
+            })
+        };
+        let (client, server) = (host(hosts.client)?, host(hosts.server)?);
+        Ok(match stage {
+            Stage::NetIn => vec![client.egress, server.ingress],
+            Stage::Storage => vec![server.storage.ok_or_else(|| NetworkError::NoStorage {
+                tenant: tenant.to_string(),
+                host: server.name.clone(),
+            })?],
+            Stage::NetOut => vec![server.egress, client.ingress],
+        })
+    }
+
+    /// Moves tenant `tenant` to server host `server`: every flow is routed anew between its
+    /// client and the new server ([`Network::route`]).
+    pub fn move_tenant(&mut self, tenant: usize, server: usize) -> Result<(), NetworkError> {
+        let t = &self.tenants[tenant];
+        let hosts = t
+            .hosts
+            .ok_or_else(|| NetworkError::NoHosts(t.name.clone()))?;
+        let hosts = TenantHosts { server, ..hosts };
+        let mut paths = Vec::with_capacity(t.flows.len());
+        for &f in &t.flows {
+            paths.push(self.route(&t.name, self.flows[f].stage, hosts)?);
+        }
+        for (&f, path) in self.tenants[tenant].flows.iter().zip(paths) {
+            self.flows[f].path = path;
+        }
+        self.tenants[tenant].hosts = Some(hosts);
+        Ok(())
+    }
+}
+
+/// The name of tenant `tenant`'s routed flow at `stage`: `<tenant>-req`, `<tenant>-storage`
+/// or `<tenant>-resp` (what [`NetworkBuilder::flow`] names it, and what decisions refer to).
+pub fn flow_name(tenant: &str, stage: Stage) -> String {
+    format!("{tenant}-{}", stage.flow_suffix())
+}
+
+/// A tenant to add with [`NetworkBuilder::tenant`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewTenant {
+    pub name: String,
+    pub slo: Slo,
+    /// dependency group (snc-meister §4.2)
+    pub group: Option<String>,
+    /// explicit priority, 0 highest; `None`: from the SLO
+    pub priority: Option<u32>,
+    /// client and server, indices of hosts added before; `None` for flows with explicit paths
+    pub hosts: Option<TenantHosts>,
+}
+
+impl NewTenant {
+    /// A tenant with an SLO and nothing else set.
+    pub fn new(name: impl Into<String>, slo: Slo) -> NewTenant {
+        NewTenant {
+            name: name.into(),
+            slo,
+            group: None,
+            priority: None,
+            hosts: None,
+        }
+    }
+
+    /// The same tenant between `client` and `server`.
+    pub fn between(self, client: usize, server: usize) -> NewTenant {
+        NewTenant {
+            hosts: Some(TenantHosts { client, server }),
+            ..self
+        }
+    }
+}
+
+/// The one way tailbound assembles a [`Network`]: hosts (with their queues), free-standing
+/// queues, tenants and their flows, validated by [`NetworkBuilder::build`]. Every scenario
+/// format, experiment and test fixture builds through it.
+///
+/// Names follow one convention, made here and nowhere else: a host `h` has queues `h-out`
+/// (egress), `h-in` (ingress) and, with storage, `h-storage`; a tenant `t`'s routed flows are
+/// `t-req` ([`Stage::NetIn`]), `t-storage` and `t-resp` ([`Stage::NetOut`]). Nothing reads
+/// these names back: queues know their [`QueueSite`], flows their [`Stage`], tenants their
+/// [`TenantHosts`].
+#[derive(Debug, Clone, Default)]
+pub struct NetworkBuilder {
+    net: Network,
+}
+
+impl NetworkBuilder {
+    pub fn new() -> NetworkBuilder {
+        NetworkBuilder::default()
+    }
+
+    /// Adds host `name` with a NIC of `link_bytes_per_s` each way [bytes/s] and, when
+    /// `storage_rate` is given, a storage device serving that many busy-seconds per second
+    /// (1 for one device). Returns its index.
+    pub fn host(
+        &mut self,
+        name: impl Into<String>,
+        link_bytes_per_s: f64,
+        storage_rate: Option<f64>,
+    ) -> usize {
+        let name = name.into();
+        let host = self.net.hosts.len();
+        let mut push = |kind: QueueKind, rate: f64| {
+            self.net.queues.push(Queue {
+                name: format!("{name}-{}", kind.suffix()),
+                rate,
+                site: Some(QueueSite { host, kind }),
+            });
+            self.net.queues.len() - 1
+        };
+        let egress = push(QueueKind::Egress, link_bytes_per_s);
+        let ingress = push(QueueKind::Ingress, link_bytes_per_s);
+        let storage = storage_rate.map(|r| push(QueueKind::Storage, r));
+        self.net.hosts.push(Host {
+            name,
+            egress,
+            ingress,
+            storage,
+        });
+        host
+    }
+
+    /// Adds a queue that belongs to no host (a server of a general network). Returns its index.
+    pub fn queue(&mut self, name: impl Into<String>, rate: f64) -> usize {
+        self.net.queues.push(Queue {
+            name: name.into(),
+            rate,
+            site: None,
+        });
+        self.net.queues.len() - 1
+    }
+
+    /// Adds a tenant without flows. Returns its index.
+    pub fn tenant(&mut self, t: NewTenant) -> usize {
+        self.net.tenants.push(TenantSpec {
+            name: t.name,
+            slo: t.slo,
+            flows: Vec::new(),
+            group: t.group,
+            priority: t.priority,
+            hosts: t.hosts,
+        });
+        self.net.tenants.len() - 1
+    }
+
+    /// Adds tenant `tenant`'s flow of `stage` along its hosts ([`Network::route`]), named
+    /// `<tenant>-req`, `<tenant>-storage` or `<tenant>-resp`.
+    pub fn flow(
+        &mut self,
+        tenant: usize,
+        stage: Stage,
+        models: FlowModels,
+    ) -> Result<usize, NetworkError> {
+        let name = flow_name(&self.net.tenants[tenant].name, stage);
+        self.named_flow(tenant, name, stage, models)
+    }
+
+    /// [`NetworkBuilder::flow`] with a name of the caller's (an input format's own).
+    pub fn named_flow(
+        &mut self,
+        tenant: usize,
+        name: impl Into<String>,
+        stage: Stage,
+        models: FlowModels,
+    ) -> Result<usize, NetworkError> {
+        let t = &self.net.tenants[tenant];
+        let hosts = t
+            .hosts
+            .ok_or_else(|| NetworkError::NoHosts(t.name.clone()))?;
+        let path = self.net.route(&t.name, stage, hosts)?;
+        Ok(self.flow_on(tenant, name, stage, path, models))
+    }
+
+    /// Adds a flow of `tenant` along an explicit `path` of queue indices.
+    pub fn flow_on(
+        &mut self,
+        tenant: usize,
+        name: impl Into<String>,
+        stage: Stage,
+        path: Vec<usize>,
+        models: FlowModels,
+    ) -> usize {
+        let f = self.net.flows.len();
+        self.net.flows.push(Flow {
+            name: name.into(),
+            tenant,
+            stage,
+            path,
+            mmpp: models.mmpp,
+            arrival: models.arrival,
+        });
+        self.net.tenants[tenant].flows.push(f);
+        f
+    }
+
+    /// A builder that goes on from an existing network (to add tenants or queues to it).
+    pub fn from_network(net: Network) -> NetworkBuilder {
+        NetworkBuilder { net }
+    }
+
+    /// The network so far (for lookups while building).
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Validates and returns the network.
+    pub fn build(self) -> Result<Network, NetworkError> {
+        self.net.validate()?;
+        Ok(self.net)
+    }
 }
 
 #[cfg(test)]
@@ -200,31 +598,22 @@ mod tests {
     use super::*;
 
     fn net(slos_ms: &[f64]) -> Network {
-        let queues = vec![Queue {
-            name: "a-out".into(),
-            rate: 125e6,
-        }];
-        let mut n = Network {
-            queues,
-            ..Network::default()
-        };
+        let mut b = NetworkBuilder::new();
+        let q = b.queue("a-out", 125e6);
         for (i, ms) in slos_ms.iter().enumerate() {
-            n.flows.push(Flow {
-                name: format!("f{i}"),
-                tenant: i,
-                path: vec![0],
-                mmpp: None,
-                arrival: None,
-            });
-            n.tenants.push(TenantSpec {
-                name: format!("t{i}"),
-                slo: Slo::new(ms * 1e-3, 99.9).unwrap(),
-                flows: vec![i],
-                group: None,
-                priority: None,
-            });
+            let t = b.tenant(NewTenant::new(
+                format!("t{i}"),
+                Slo::new(ms * 1e-3, 99.9).unwrap(),
+            ));
+            b.flow_on(
+                t,
+                format!("f{i}"),
+                Stage::NetIn,
+                vec![q],
+                FlowModels::default(),
+            );
         }
-        n
+        b.build().unwrap()
     }
 
     #[test]
@@ -232,7 +621,6 @@ mod tests {
         let n = net(&[
             50.0, 10.0, 20.0, 10.0, 100.0, 20.0, 5.0, 7.0, 8.0, 9.0, 11.0,
         ]);
-        n.validate().unwrap();
         // distinct SLOs 5, 7, 8, 9, 10, 11, 20, 50, 100 ms rank 0..=8
         assert_eq!(n.priorities(), vec![7, 4, 6, 4, 8, 6, 0, 1, 2, 3, 5]);
     }
@@ -255,5 +643,88 @@ mod tests {
         let mut n = net(&[10.0, 20.0]);
         n.flows[1].tenant = 0;
         assert!(matches!(n.validate(), Err(NetworkError::Owner { .. })));
+    }
+
+    fn slo() -> Slo {
+        Slo::new(0.02, 99.9).unwrap()
+    }
+
+    #[test]
+    fn routed_flows_follow_the_client_server_rule_and_move_with_the_server() {
+        let mut b = NetworkBuilder::new();
+        let c = b.host("c", 125e6, None);
+        let s1 = b.host("s1", 125e6, Some(1.0));
+        let s2 = b.host("s2", 1.25e9, Some(1.0));
+        let t = b.tenant(NewTenant::new("web", slo()).between(c, s1));
+        for stage in Stage::ALL {
+            b.flow(t, stage, FlowModels::default()).unwrap();
+        }
+        let mut n = b.build().unwrap();
+        let names = |n: &Network, f: usize| -> Vec<String> {
+            n.flows[f]
+                .path
+                .iter()
+                .map(|&q| n.queues[q].name.clone())
+                .collect()
+        };
+        let flows: Vec<&str> = n.flows.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(flows, ["web-req", "web-storage", "web-resp"]);
+        assert_eq!(names(&n, 0), ["c-out", "s1-in"]);
+        assert_eq!(names(&n, 1), ["s1-storage"]);
+        assert_eq!(names(&n, 2), ["s1-out", "c-in"]);
+        n.move_tenant(t, s2).unwrap();
+        assert_eq!(names(&n, 0), ["c-out", "s2-in"]);
+        assert_eq!(names(&n, 1), ["s2-storage"]);
+        assert_eq!(names(&n, 2), ["s2-out", "c-in"]);
+        assert_eq!(
+            n.tenants[t].hosts,
+            Some(TenantHosts {
+                client: c,
+                server: s2
+            })
+        );
+        n.validate().unwrap();
+        // every queue knows its host and kind
+        let s2_in = n.hosts[s2].ingress;
+        assert_eq!(
+            n.queues[s2_in].site,
+            Some(QueueSite {
+                host: s2,
+                kind: QueueKind::Ingress
+            })
+        );
+    }
+
+    #[test]
+    fn storage_on_a_host_without_one_is_an_error_naming_both() {
+        let mut b = NetworkBuilder::new();
+        let c = b.host("c", 125e6, None);
+        let s = b.host("s", 125e6, None);
+        let t = b.tenant(NewTenant::new("db", slo()).between(c, s));
+        let e = b
+            .flow(t, Stage::Storage, FlowModels::default())
+            .unwrap_err();
+        assert_eq!(
+            e,
+            NetworkError::NoStorage {
+                tenant: "db".into(),
+                host: "s".into()
+            }
+        );
+        let t2 = b.tenant(NewTenant::new("raw", slo()));
+        assert_eq!(
+            b.flow(t2, Stage::NetIn, FlowModels::default()).unwrap_err(),
+            NetworkError::NoHosts("raw".into())
+        );
+    }
+
+    #[test]
+    fn a_host_queue_that_moved_is_caught() {
+        let mut b = NetworkBuilder::new();
+        b.host("a", 125e6, None);
+        b.host("b", 125e6, None);
+        let mut n = b.build().unwrap();
+        n.hosts[0].egress = 3;
+        assert!(matches!(n.validate(), Err(NetworkError::HostQueue { .. })));
     }
 }

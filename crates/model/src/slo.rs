@@ -10,6 +10,10 @@ pub enum SloError {
         "percentile {0} is out of range; expected a number strictly between 0 and 100, e.g. 99.9"
     )]
     Percentile(f64),
+    #[error(
+        "percentile {0:?} is not a number; expected a number strictly between 0 and 100, e.g. 99.9"
+    )]
+    PercentileText(String),
     #[error("SLO latency {0} s is not positive; expected a finite latency > 0, e.g. 20ms")]
     Latency(f64),
 }
@@ -86,6 +90,22 @@ impl fmt::Display for Percentile {
     }
 }
 
+impl std::str::FromStr for Percentile {
+    type Err = SloError;
+    /// `99.9` (a number strictly between 0 and 100)
+    fn from_str(s: &str) -> Result<Percentile, SloError> {
+        let p: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| SloError::PercentileText(s.to_string()))?;
+        Percentile::new(p)
+    }
+}
+
+/// The length of the windows an SLO is checked over [s]: both papers check a tenant's
+/// percentile in every 3-minute window of its replay.
+pub const SLO_WINDOW_S: f64 = 180.0;
+
 /// A tail-latency objective: `percentile` of requests complete within `latency_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
@@ -129,6 +149,15 @@ mod tests {
         assert_eq!(Percentile::from_nines(3).unwrap().to_string(), "p99.9");
         assert!(Percentile::from_epsilon(0.0).is_err() && Percentile::from_epsilon(1.0).is_err());
         assert!((Percentile::new(99.9).unwrap().value() - 99.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn percentile_parses_from_text_with_its_range_checked() {
+        assert_eq!("99.9".parse::<Percentile>().unwrap().value(), 99.9);
+        let e = "100".parse::<Percentile>().unwrap_err().to_string();
+        assert!(e.contains("100") && e.contains("strictly between"), "{e}");
+        let e = "p99".parse::<Percentile>().unwrap_err().to_string();
+        assert!(e.contains("\"p99\""), "{e}");
     }
 
     #[test]

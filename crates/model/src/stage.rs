@@ -1,8 +1,6 @@
 //! The stages a request crosses, each of which it loads with work.
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// A queue a tenant's requests cross on their way to the server and back.
 ///
@@ -21,15 +19,26 @@ pub enum Stage {
     NetOut,
 }
 
-impl Stage {
-    pub const ALL: [Stage; 3] = [Stage::NetIn, Stage::Storage, Stage::NetOut];
+crate::names!(Stage, "stage", {
+    NetIn => "net-in",
+    Storage => "storage",
+    NetOut => "net-out",
+});
 
-    pub fn as_str(self) -> &'static str {
+impl Stage {
+    /// The suffix of a tenant's flow at this stage (`<tenant>-req`, `-storage`, `-resp`).
+    pub fn flow_suffix(self) -> &'static str {
         match self {
-            Stage::NetIn => "net-in",
+            Stage::NetIn => "req",
             Stage::Storage => "storage",
-            Stage::NetOut => "net-out",
+            Stage::NetOut => "resp",
         }
+    }
+
+    /// Whether work at this stage crosses links (bytes, carried in packets) rather than a
+    /// device (busy-seconds, served whole).
+    pub fn is_link(self) -> bool {
+        matches!(self, Stage::NetIn | Stage::NetOut)
     }
 
     /// The unit of work at this stage, for tables and plot axes.
@@ -38,25 +47,5 @@ impl Stage {
             Stage::NetIn | Stage::NetOut => "bytes",
             Stage::Storage => "busy-s",
         }
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown stage {0:?}; expected net-in, storage or net-out")]
-pub struct UnknownStage(pub String);
-
-impl FromStr for Stage {
-    type Err = UnknownStage;
-    fn from_str(s: &str) -> Result<Stage, UnknownStage> {
-        Stage::ALL
-            .into_iter()
-            .find(|st| st.as_str().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| UnknownStage(s.to_string()))
     }
 }

@@ -73,6 +73,29 @@ fn interpolate(v: &[[f64; 2]], x: f64, tail_slope: f64) -> f64 {
     a[1] + slope(a, b) * (x - a[0])
 }
 
+/// The parameters of a token bucket (workload-compactor §2.2): tokens accrue at `rate` up to
+/// `burst`; the work it lets through in any window of length t is at most `burst + rate·t`,
+/// so it is also the arrival curve γ(t) = b + r·t. Shapers, rate limits, LP answers and the
+/// calculus all speak this one type.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// token rate [work/s]
+    pub rate: f64,
+    /// bucket depth [work]
+    pub burst: f64,
+}
+
+impl Bucket {
+    pub fn new(rate: f64, burst: f64) -> Bucket {
+        Bucket { rate, burst }
+    }
+
+    /// Whether both parameters are finite and non-negative.
+    pub fn is_valid(&self) -> bool {
+        self.rate.is_finite() && self.rate >= 0.0 && self.burst.is_finite() && self.burst >= 0.0
+    }
+}
+
 /// An r-b curve: vertices `[rate, burst]` with rate strictly ascending and burst
 /// non-increasing, convex in between; for rates above the last vertex the burst stays at the
 /// last vertex's value. Rates below the first vertex are not covered by the curve.

@@ -93,6 +93,40 @@ pub fn parse_size_bytes(s: &str) -> Result<f64, UnitError> {
     Ok(v * scale)
 }
 
+/// A duration [s] as typed on a command line or in a file: `20ms`, `1.5s`, `3min`, or a bare
+/// number of seconds. Parsing ([`std::str::FromStr`]) accepts what [`parse_duration_s`] does.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Seconds(pub f64);
+
+/// A rate [bytes/s] as typed: `1Gbit`, `100MB/s`, `64KiB/s` ([`parse_rate_bytes_per_s`]).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct BytesPerSec(pub f64);
+
+/// A size [bytes] as typed: `64KiB`, `1MB`, `512` ([`parse_size_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Bytes(pub f64);
+
+impl std::str::FromStr for Seconds {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Seconds, UnitError> {
+        parse_duration_s(s).map(Seconds)
+    }
+}
+
+impl std::str::FromStr for BytesPerSec {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<BytesPerSec, UnitError> {
+        parse_rate_bytes_per_s(s).map(BytesPerSec)
+    }
+}
+
+impl std::str::FromStr for Bytes {
+    type Err = UnitError;
+    fn from_str(s: &str) -> Result<Bytes, UnitError> {
+        parse_size_bytes(s).map(Bytes)
+    }
+}
+
 /// Formats a duration in seconds with a readable unit: `20.0 ms`, `3.1 us`.
 pub fn format_duration_s(s: f64) -> String {
     let a = s.abs();

@@ -11,12 +11,13 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 use tailbound_curves::StorageProfile;
 use tailbound_model::Slo;
-use tailbound_placement::{characterize, Arrival, PlacementConfig, Placer, Policy, Workload};
+use tailbound_placement::{characterize, Placement, PlacementConfig, Placer, Policy, Workload};
 
 fn workloads(n: usize) -> Vec<Workload> {
     let profile = StorageProfile::intel710_ssd();
     let slos = [0.1, 0.15, 0.25, 0.5, 1.0];
-    let curves: Vec<_> = tailbound_testdata::production_traces()
+    let curves: Vec<_> = tailbound_trace::list_traces(&tailbound_testdata::production_dir())
+        .unwrap()
         .iter()
         .map(|p| {
             let t = tailbound_trace::read_trace(p).expect("trace");
@@ -39,7 +40,7 @@ fn workloads(n: usize) -> Vec<Workload> {
         let mut alone = Placer::new(cfg).expect("placer");
         if matches!(
             alone.arrive(w.clone()).expect("lp").1,
-            Arrival::Placed { .. }
+            Placement::Placed { .. }
         ) {
             out.push(w);
         }

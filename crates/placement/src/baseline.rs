@@ -17,7 +17,7 @@
 //!   delay target when the shaper lets no burst through (`tailbound_curves::effbw`), and b the
 //!   curve's least burst: the work that arrives at one instant, at least the largest request.
 //!   A bucket of b = 0 cannot pass a request at all, and one that passes whole requests lets
-//!   up to the largest through at once (`shaping::TokenBucket`): the queues must count it, or
+//!   up to the largest through at once (`shaping::Bucket`): the queues must count it, or
 //!   the check promises latencies the requests cannot have. The workload crosses three
 //!   shapers (net-in, storage, net-out); the latency
 //!   check adds the shapers' delays b(r)/r (computed for b = 0: an upper bound) to the
@@ -30,10 +30,11 @@
 
 use crate::lp::levels_of;
 use crate::workload::NormCurve;
-use crate::{Bucket, LpStage, PlacementError};
+use crate::{LpStage, PlacementError};
 use serde::{Deserialize, Serialize};
 use tailbound_calculus::dnc::{wc_multi_stage_latency, DncError, TokenBucketAt};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
+use tailbound_model::Bucket;
 
 /// Slack kept below Σr ≤ 1 [1], as in the LP.
 const CAPACITY_SLACK: f64 = 1e-6;
@@ -65,7 +66,10 @@ impl BaselineRule {
     /// The rule's limits for a workload with these normalised curves and SLO budget; `None`
     /// when the rule asks for more than a stage's capacity (the workload fits nowhere).
     pub fn limits(self, curves: &[NormCurve; 4], budget_s: f64) -> Option<Fixed> {
-        let mut buckets = [Bucket { r: 0.0, b: 0.0 }; 4];
+        let mut buckets = [Bucket {
+            rate: 0.0,
+            burst: 0.0,
+        }; 4];
         let mut shaper_delay_s = 0.0;
         for stage in LpStage::SERVER {
             let c = &curves[stage.index()];
@@ -73,13 +77,13 @@ impl BaselineRule {
                 BaselineRule::AvgRate { k } => {
                     let r = k * c.min_rate();
                     Bucket {
-                        r,
-                        b: c.burst_at(r)?,
+                        rate: r,
+                        burst: c.burst_at(r)?,
                     }
                 }
                 BaselineRule::Knee => {
                     let [r, b] = c.knee();
-                    Bucket { r, b }
+                    Bucket { rate: r, burst: b }
                 }
                 BaselineRule::EffectiveBandwidth => {
                     // the shapers take half the budget, the queues the other half
@@ -99,12 +103,14 @@ impl BaselineRule {
                         shaper_delay_s += c.burst_at(r)? / r;
                     }
                     Bucket {
-                        r,
-                        b: c.min_burst(),
+                        rate: r,
+                        burst: c.min_burst(),
                     }
                 }
             };
-            if !(bucket.r.is_finite() && bucket.b.is_finite()) || bucket.r > 1.0 - CAPACITY_SLACK {
+            if !(bucket.rate.is_finite() && bucket.burst.is_finite())
+                || bucket.rate > 1.0 - CAPACITY_SLACK
+            {
                 return None;
             }
             buckets[stage.index()] = bucket;
@@ -146,10 +152,10 @@ pub fn fits(members: &[FixedMember<'_>]) -> Result<Option<[f64; 3]>, PlacementEr
     for (m, &priority) in members.iter().zip(&levels) {
         for stage in LpStage::SERVER {
             let b = m.fixed.buckets[stage.index()];
-            rate_sums[stage.index()] += b.r;
+            rate_sums[stage.index()] += b.rate;
             stages[stage.index()].push(TokenBucketAt {
-                rate: b.r,
-                burst: b.b,
+                rate: b.rate,
+                burst: b.burst,
                 priority,
             });
         }
@@ -165,7 +171,7 @@ pub fn fits(members: &[FixedMember<'_>]) -> Result<Option<[f64; 3]>, PlacementEr
             Err(e) => return Err(PlacementError::Solver(format!("calculus check: {e}"))),
         };
         let bound =
-            queueing + m.fixed.buckets[LpStage::ClientIn.index()].b + m.fixed.shaper_delay_s;
+            queueing + m.fixed.buckets[LpStage::ClientIn.index()].burst + m.fixed.shaper_delay_s;
         if bound.is_nan() || bound > m.budget_s {
             return Ok(None);
         }
@@ -195,7 +201,7 @@ mod tests {
             .unwrap();
         for b in f.buckets {
             assert!(
-                (b.r - 0.15).abs() < 1e-12 && (b.b - 0.6).abs() < 1e-12,
+                (b.rate - 0.15).abs() < 1e-12 && (b.burst - 0.6).abs() < 1e-12,
                 "{b:?}"
             );
         }
@@ -209,19 +215,19 @@ mod tests {
     #[test]
     fn knee_and_effective_bandwidth() {
         let f = BaselineRule::Knee.limits(&curves(), 1.0).unwrap();
-        assert_eq!((f.buckets[1].r, f.buckets[1].b), (0.2, 0.2));
+        assert_eq!((f.buckets[1].rate, f.buckets[1].burst), (0.2, 0.2));
         // budget 1.2: half of it, 0.2 s per shaper; b(r) ≤ 0.2 r crosses on the segment from (0.2, 0.2)
         // to (0.5, 0.05): 0.2 − 0.5 (r − 0.2) = 0.2 r → r = 0.3 / 0.7
         let f = BaselineRule::EffectiveBandwidth
             .limits(&curves(), 1.2)
             .unwrap();
         assert!(
-            (f.buckets[0].r - 0.3 / 0.7).abs() < 1e-12,
+            (f.buckets[0].rate - 0.3 / 0.7).abs() < 1e-12,
             "{:?}",
             f.buckets[0]
         );
         // b is the curve's least burst (0.05), which the queues then count
-        assert!(f.buckets.iter().all(|b| b.b == 0.05), "{:?}", f.buckets);
+        assert!(f.buckets.iter().all(|b| b.burst == 0.05), "{:?}", f.buckets);
         // each shaper delays by exactly its sixth of the budget
         assert!(
             (f.shaper_delay_s - 0.6).abs() < 1e-12,

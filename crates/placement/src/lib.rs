@@ -36,7 +36,9 @@
 //! Curves enter in the stage's work unit (bytes on links, busy-seconds on storage) and are
 //! normalised by the stage's capacity inside, as the paper does: a normalised rate is a
 //! fraction of the stage [1], a normalised burst the time the stage needs to serve it at full
-//! capacity [s]. Limits leave in work units again ([`StageLimit`]).
+//! capacity [s]; both are a [`tailbound_model::Bucket`] (normalised buckets are named so, e.g.
+//! [`placer::Assignment::buckets`]). Limits leave in work units again
+//! ([`placer::Assignment::limits`]).
 //!
 //! # Priorities
 //!
@@ -47,11 +49,13 @@ pub mod baseline;
 pub mod lp;
 pub mod placer;
 mod workload;
+pub mod workloads_csv;
 
 pub use baseline::BaselineRule;
 pub use lp::{optimise, LpMember, LpSolution};
-pub use placer::{server_name, Arrival, Assignment, PlacementConfig, Placer, Policy, WorkloadId};
+pub use placer::{server_name, Assignment, Placement, PlacementConfig, Placer, Policy, WorkloadId};
 pub use workload::{characterize, NormCurve, StageCurves, Workload};
+pub use workloads_csv::{parse_workloads_csv, WorkloadLine, WorkloadsCsvError};
 
 use serde::{Deserialize, Serialize};
 
@@ -81,6 +85,18 @@ impl LpStage {
 
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// The flow stage this LP stage limits: the response's client NIC is the response flow's
+    /// second hop, shaped once at net-out, so it has none.
+    pub fn flow_stage(self) -> Option<tailbound_model::Stage> {
+        use tailbound_model::Stage;
+        match self {
+            LpStage::NetIn => Some(Stage::NetIn),
+            LpStage::Storage => Some(Stage::Storage),
+            LpStage::NetOut => Some(Stage::NetOut),
+            LpStage::ClientIn => None,
+        }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -146,25 +162,6 @@ impl ServerSpec {
         }
         Ok(())
     }
-}
-
-/// A token bucket chosen for one stage, in the stage's work unit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StageLimit {
-    /// token rate [work/s]
-    pub rate: f64,
-    /// bucket size [work]
-    pub burst: f64,
-}
-
-/// A normalised token bucket: rate as a fraction of the stage [1], burst as full-capacity
-/// service time [s].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bucket {
-    /// fraction of the stage's capacity [1]
-    pub r: f64,
-    /// full-capacity service time of the burst [s]
-    pub b: f64,
 }
 
 /// Why placement failed (as opposed to a workload that does not fit, which is an answer).

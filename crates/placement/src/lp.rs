@@ -38,9 +38,10 @@
 //! constant lower bound on b (at most 0.1 ms above the curve on r ≤ 1: conservative).
 
 use crate::workload::NormCurve;
-use crate::{Bucket, LpStage, PlacementError};
+use crate::{LpStage, PlacementError};
 use highs::{HighsModelStatus, RowProblem, Sense};
 use tailbound_calculus::dnc::{wc_multi_stage_latency, TokenBucketAt};
+use tailbound_model::Bucket;
 
 /// Slack kept below Σr ≤ 1 [1].
 const CAPACITY_SLACK: f64 = 1e-6;
@@ -156,7 +157,10 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
     let mut buckets = Vec::with_capacity(members.len());
     let mut rate_sums = [0.0; 3];
     for (j, m) in members.iter().enumerate() {
-        let mut bs = [Bucket { r: 0.0, b: 0.0 }; 4];
+        let mut bs = [Bucket {
+            rate: 0.0,
+            burst: 0.0,
+        }; 4];
         for (s, c) in m.curves.iter().enumerate() {
             let r = x[r_idx[j][s]].clamp(c.min_rate(), 1.0);
             let on_curve = c.burst_at(r).unwrap_or(f64::INFINITY).max(flat_tail(c).1);
@@ -167,7 +171,7 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
                     m.name
                 )));
             }
-            bs[s] = Bucket { r, b };
+            bs[s] = Bucket { rate: r, burst: b };
             if s < 3 {
                 rate_sums[s] += r;
             }
@@ -314,8 +318,8 @@ pub fn bounds(sol: &LpSolution) -> Result<Vec<f64>, PlacementError> {
             .iter()
             .zip(&sol.levels)
             .map(|(b, &priority)| TokenBucketAt {
-                rate: b[s].r,
-                burst: b[s].b,
+                rate: b[s].rate,
+                burst: b[s].burst,
                 priority,
             })
             .collect()
@@ -328,7 +332,7 @@ pub fn bounds(sol: &LpSolution) -> Result<Vec<f64>, PlacementError> {
         .map(|(bk, &level)| {
             let server = wc_multi_stage_latency(&stages, level)
                 .map_err(|e| PlacementError::Solver(format!("calculus check: {e}")))?;
-            Ok(server + bk[LpStage::ClientIn.index()].b)
+            Ok(server + bk[LpStage::ClientIn.index()].burst)
         })
         .collect()
 }
@@ -377,16 +381,16 @@ mod tests {
         // plenty of budget: every stage at its least rate
         for b in &sol.buckets[0] {
             assert!(
-                (b.r - 0.1).abs() < 1e-6 && (b.b - 0.2).abs() < 1e-6,
+                (b.rate - 0.1).abs() < 1e-6 && (b.burst - 0.2).abs() < 1e-6,
                 "{b:?}"
             );
         }
         // budget 0.4 over 4 stages of bursts: the LP must raise rates
         let sol = optimise(&[member("a", &c, 0.4)]).unwrap().unwrap();
-        let total_b: f64 = sol.buckets[0].iter().map(|b| b.b).sum();
+        let total_b: f64 = sol.buckets[0].iter().map(|b| b.burst).sum();
         assert!(total_b <= 0.4 + 1e-6, "{total_b}");
         for b in &sol.buckets[0] {
-            assert!(b.b >= c[0].burst_at(b.r).unwrap() - 1e-12);
+            assert!(b.burst >= c[0].burst_at(b.rate).unwrap() - 1e-12);
         }
         let bound = bounds(&sol).unwrap()[0];
         assert!(bound <= 0.4 + 1e-6, "{bound}");

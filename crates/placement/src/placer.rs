@@ -21,10 +21,11 @@
 use crate::baseline::{fits, BaselineRule, Fixed, FixedMember};
 use crate::lp::{levels_of, optimise, LpMember};
 use crate::workload::Prepared;
-use crate::{Bucket, LpStage, PlacementError, ServerSpec, StageLimit, Workload};
+use crate::{LpStage, PlacementError, ServerSpec, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use tailbound_model::{flow_name, Bucket};
 use tailbound_model::{Decisions, RateLimit, TenantDecision};
 
 /// Slack kept below Σr ≤ 1 in the fast-first-fit test [1], as in the LP.
@@ -125,7 +126,7 @@ pub struct WorkloadId(pub usize);
 /// What became of an arriving workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "outcome")]
-pub enum Arrival {
+pub enum Placement {
     /// placed on server `server` (index in opening order)
     Placed { server: usize },
     /// fits on no server, not even an empty one
@@ -144,7 +145,7 @@ pub struct Assignment {
     pub priority: u32,
     /// per stage in [`LpStage::ALL`] order, in work units ([bytes/s, bytes] on links,
     /// [busy-s/s, busy-s] on storage)
-    pub limits: [StageLimit; 4],
+    pub limits: [Bucket; 4],
     /// the same, normalised
     pub buckets: [Bucket; 4],
 }
@@ -230,7 +231,7 @@ impl Placer {
     }
 
     /// Places `w` (see the module docs). The id is the arrival index.
-    pub fn arrive(&mut self, w: Workload) -> Result<(WorkloadId, Arrival), PlacementError> {
+    pub fn arrive(&mut self, w: Workload) -> Result<(WorkloadId, Placement), PlacementError> {
         if !(w.slo.latency_s.is_finite() && w.slo.latency_s > 0.0) {
             return Err(PlacementError::Workload {
                 name: w.name.clone(),
@@ -248,25 +249,28 @@ impl Placer {
             prepared,
             fixed,
             state: State::Rejected,
-            buckets: [Bucket { r: 0.0, b: 0.0 }; 4],
+            buckets: [Bucket {
+                rate: 0.0,
+                burst: 0.0,
+            }; 4],
         });
         let outcome = self.place(id)?;
-        if let Arrival::Placed { .. } = outcome {
+        if let Placement::Placed { .. } = outcome {
             self.peak_servers = self.peak_servers.max(self.servers_in_use());
         }
         Ok((WorkloadId(id), outcome))
     }
 
-    fn place(&mut self, id: usize) -> Result<Arrival, PlacementError> {
+    fn place(&mut self, id: usize) -> Result<Placement, PlacementError> {
         if self.cfg.policy.is_baseline() && self.entries[id].fixed.is_none() {
-            return Ok(Arrival::FitsNowhere);
+            return Ok(Placement::FitsNowhere);
         }
         // a workload that does not fit alone fits nowhere
         if !self.try_server(id, None)? {
-            return Ok(Arrival::FitsNowhere);
+            return Ok(Placement::FitsNowhere);
         }
         let min_rates = match &self.entries[id].fixed {
-            Some(f) => LpStage::SERVER.map(|s| f.buckets[s.index()].r),
+            Some(f) => LpStage::SERVER.map(|s| f.buckets[s.index()].rate),
             None => self.entries[id].prepared.min_rates(),
         };
         let skip_full = self.cfg.policy != Policy::Compactor;
@@ -279,7 +283,7 @@ impl Placer {
                 continue;
             }
             if self.try_server(id, Some(k))? {
-                return Ok(Arrival::Placed { server: k });
+                return Ok(Placement::Placed { server: k });
             }
         }
         if self
@@ -287,7 +291,7 @@ impl Placer {
             .max_servers
             .is_some_and(|m| self.servers.len() >= m)
         {
-            return Ok(Arrival::NoServer);
+            return Ok(Placement::NoServer);
         }
         self.servers.push(Server::default());
         let k = self.servers.len() - 1;
@@ -299,7 +303,7 @@ impl Placer {
                 self.entries[id].workload.name
             )));
         }
-        Ok(Arrival::Placed { server: k })
+        Ok(Placement::Placed { server: k })
     }
 
     /// Tries `id` on server `k` (None: an empty server, without committing). Commits on
@@ -394,7 +398,7 @@ impl Placer {
                 tracing::warn!(server = k, "re-optimisation after a departure found no solution; keeping the previous limits");
                 let freed = self.entries[id.0].buckets;
                 for s in LpStage::SERVER {
-                    self.servers[k].rate_sums[s.index()] -= freed[s.index()].r;
+                    self.servers[k].rate_sums[s.index()] -= freed[s.index()].rate;
                 }
             }
         }
@@ -423,9 +427,9 @@ impl Placer {
                 let limits = LpStage::ALL.map(|s| {
                     let cap = self.cfg.server.capacity(s);
                     let b = e.buckets[s.index()];
-                    StageLimit {
-                        rate: b.r * cap,
-                        burst: b.b * cap,
+                    Bucket {
+                        rate: b.rate * cap,
+                        burst: b.burst * cap,
                     }
                 });
                 Assignment {
@@ -471,19 +475,18 @@ impl Placer {
                     let Some(a) = next.next_if(|a| a.id.0 == i) else {
                         continue;
                     };
-                    let limits = [
-                        (LpStage::NetIn, "req"),
-                        (LpStage::Storage, "storage"),
-                        (LpStage::NetOut, "resp"),
-                    ]
-                    .iter()
-                    .filter(|(s, _)| a.limits[s.index()].rate > 0.0)
-                    .map(|&(s, suffix)| RateLimit {
-                        flow: format!("{}-{suffix}", a.name),
-                        rate: a.limits[s.index()].rate,
-                        burst: a.limits[s.index()].burst,
-                    })
-                    .collect();
+                    let limits = LpStage::SERVER
+                        .iter()
+                        .filter(|s| a.limits[s.index()].rate > 0.0)
+                        .filter_map(|s| {
+                            let stage = s.flow_stage()?;
+                            Some(RateLimit {
+                                flow: flow_name(&a.name, stage),
+                                stage,
+                                bucket: a.limits[s.index()],
+                            })
+                        })
+                        .collect();
                     tenants.push(TenantDecision {
                         name: a.name.clone(),
                         admitted: true,

@@ -8,7 +8,7 @@
 use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind};
 use tailbound_curves::rb::{sustained_arrival_curve, work_series};
 use tailbound_curves::WorkFunction;
-use tailbound_model::{ArrivalCurve, Mmpp, Request};
+use tailbound_model::{FlowModels, Request};
 
 /// MMPP (default fit options but `sizes`, the counting interval [s] and the batch gap [s]) and sustained arrival curve of `requests` under
 /// `work`.
@@ -18,7 +18,7 @@ pub fn characterize(
     sizes: SizeKind,
     interval_s: f64,
     batch_gap_s: f64,
-) -> Result<(Mmpp, ArrivalCurve), String> {
+) -> Result<FlowModels, String> {
     let opts = MmppFitOptions {
         sizes,
         interval_s,
@@ -29,5 +29,8 @@ pub fn characterize(
     let series = work_series(requests, work).map_err(|e| format!("work series failed: {e}"))?;
     let arrival =
         sustained_arrival_curve(&series).map_err(|e| format!("arrival curve failed: {e}"))?;
-    Ok((mmpp, arrival))
+    Ok(FlowModels {
+        mmpp: Some(mmpp),
+        arrival: Some(arrival),
+    })
 }

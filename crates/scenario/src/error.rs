@@ -47,6 +47,8 @@ pub enum ScenarioError {
     },
     #[error("{}: {message}", path.display())]
     Format { path: PathBuf, message: String },
+    #[error("tenant {0:?} has no requests to replay: it comes from an SNC-Meister model config, which holds fitted MMPPs but no trace; simulate a topology or tailbound scenario with traces instead")]
+    NoRequests(String),
 }
 
 impl ScenarioError {

@@ -11,10 +11,11 @@
 //!
 //! Traces and own-format tenants are characterized here, once, with `tailbound-curves`:
 //! every flow gets an MMPP (for SNC) and the exact arrival curve of its work (for DNC). What
-//! lives elsewhere: the types ([`Network`], [`tailbound_model::Mmpp`], ...) in
-//! `tailbound-model`; reading and generating traces in `tailbound-trace`; the fits in
-//! `tailbound-curves`; bounds in `tailbound-calculus`; replaying the held-out half in the
-//! simulator, which uses [`TenantSource`] to find it.
+//! lives elsewhere: the types ([`Network`], [`tailbound_model::Mmpp`], ...) and the one
+//! network builder ([`tailbound_model::NetworkBuilder`]) in `tailbound-model`; reading and
+//! generating traces in `tailbound-trace`; the fits in `tailbound-curves`; bounds in
+//! `tailbound-calculus`; replaying in the simulator, which takes the network, the held-out
+//! requests ([`Scenario::replay_requests`]) and the work functions ([`Scenario::works`]).
 //!
 //! Errors are one [`ScenarioError`], naming the file and, inside it, the tenant/client/flow and
 //! the field.
@@ -29,85 +30,74 @@ pub use characterize::characterize;
 
 pub use error::ScenarioError;
 pub use tailbound_model::Network;
+pub use tailbound_trace::Part;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use tailbound_curves::{stage_work, StorageProfile, WorkFunction};
-use tailbound_model::Stage;
+use tailbound_model::Request;
 use tailbound_trace::{GenSpec, Trace};
 
-/// A network ready for the calculus, with where each tenant's traffic came from.
+/// A network ready for the calculus, with where each tenant's traffic came from and how each
+/// host's storage turns requests into work.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scenario {
     pub network: Network,
     /// one per tenant, in the order of [`Network::tenants`]
-    pub tenants: Vec<TenantSource>,
-    /// one per tenant: its client and server hosts, when the format names them
-    pub hosts: Vec<Option<TenantHosts>>,
-    /// one per flow, in the order of [`Network::flows`]: how its requests became work
-    /// (`None` for a model config, whose flows came without requests)
-    pub flows: Vec<Option<FlowSource>>,
-}
-
-/// The hosts a tenant's flows run between (queues `<client>-out`, `<server>-in`, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TenantHosts {
-    pub client: String,
-    pub server: String,
-}
-
-/// How one flow's requests became work, so that a replay loads the queues exactly as
-/// characterization did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FlowSource {
-    pub stage: Stage,
-    /// the device profile of a [`Stage::Storage`] flow
+    pub sources: Vec<TenantSource>,
+    /// one per host, in the order of [`Network::hosts`]: its storage device's profile (`None`:
+    /// no storage, or the bundled Intel 710 SSD)
     #[serde(skip)]
-    pub profile: Option<StorageProfile>,
+    pub profiles: Vec<Option<StorageProfile>>,
 }
 
-impl FlowSource {
-    /// A network flow (bytes by [`stage_work`]).
-    pub fn network(stage: Stage) -> FlowSource {
-        FlowSource {
-            stage,
-            profile: None,
-        }
-    }
-
-    /// The work function of this flow's stage; a storage flow without a profile uses the
-    /// bundled Intel 710 SSD profile, as characterization does.
-    pub fn work(&self) -> &dyn WorkFunction {
+impl Scenario {
+    /// The work function of flow `flow`: the network estimators on links, the profile of the
+    /// storage device it crosses on storage (the bundled Intel 710 SSD when none is given), as
+    /// characterization used.
+    pub fn work(&self, flow: usize) -> &dyn WorkFunction {
         static DEFAULT: std::sync::OnceLock<StorageProfile> = std::sync::OnceLock::new();
-        let profile = self
-            .profile
-            .as_ref()
+        let f = &self.network.flows[flow];
+        let profile = f
+            .path
+            .first()
+            .and_then(|&q| self.network.queues[q].site)
+            .and_then(|site| self.profiles.get(site.host))
+            .and_then(Option::as_ref)
             .unwrap_or_else(|| DEFAULT.get_or_init(StorageProfile::intel710_ssd));
-        stage_work(self.stage, profile)
+        stage_work(f.stage, profile)
     }
-}
 
-/// Which part of a trace characterizes a tenant; the rest is what a replay should check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Part {
-    /// the first half by time (`tailbound_trace::split` at 0.5); the second half is replayed
-    /// (both papers' methodology)
-    #[default]
-    FirstHalf,
-    /// the whole trace; a replay then re-uses the characterized requests (optimistic, but what
-    /// SNC-Meister's own tools do with the file they are given)
-    Whole,
-}
+    /// Every flow's work function, in the order of [`Network::flows`].
+    pub fn works(&self) -> Vec<&dyn WorkFunction> {
+        (0..self.network.flows.len())
+            .map(|f| self.work(f))
+            .collect()
+    }
 
-impl Part {
-    /// The characterized part and the part to replay (rebased to start near 0 for
-    /// [`Part::FirstHalf`], the whole trace for [`Part::Whole`]).
-    pub fn split(self, trace: &Trace) -> Result<(Trace, Trace), tailbound_trace::SplitError> {
-        match self {
-            Part::FirstHalf => tailbound_trace::split(trace, 0.5),
-            Part::Whole => Ok((trace.clone(), trace.clone())),
-        }
+    /// Every tenant's held-out requests: the part of its trace that did not characterize it
+    /// ([`Part::held_out`]). A model config has no requests: an error naming the tenant.
+    pub fn replay_requests(&self) -> Result<Vec<Vec<Request>>, ScenarioError> {
+        self.collect_requests(TenantSource::replay_trace)
+    }
+
+    /// Every tenant's `part` of its trace (whatever part characterized it).
+    pub fn requests(&self, part: Part) -> Result<Vec<Vec<Request>>, ScenarioError> {
+        self.collect_requests(|s| s.trace_part(part))
+    }
+
+    fn collect_requests(
+        &self,
+        part: impl Fn(&TenantSource) -> Result<Option<Trace>, ScenarioError>,
+    ) -> Result<Vec<Vec<Request>>, ScenarioError> {
+        self.sources
+            .iter()
+            .zip(&self.network.tenants)
+            .map(|(source, t)| match part(source)? {
+                Some(trace) => Ok(trace.requests),
+                None => Err(ScenarioError::NoRequests(t.name.clone())),
+            })
+            .collect()
     }
 }
 
@@ -136,29 +126,28 @@ pub enum TenantSource {
 
 impl TenantSource {
     /// The requests to replay: the part of the trace that did not characterize the tenant
-    /// (see [`Part::split`]); `None` for a model config, which has no requests.
+    /// ([`Part::held_out`]); `None` for a model config, which has no requests.
     pub fn replay_trace(&self) -> Result<Option<Trace>, ScenarioError> {
-        let part = match self {
-            TenantSource::Trace { part, .. } | TenantSource::Generated { part, .. } => *part,
-            TenantSource::ModelConfig { .. } => return Ok(None),
-        };
-        self.replay_part(part)
+        match self {
+            TenantSource::Trace { part, .. } | TenantSource::Generated { part, .. } => {
+                self.trace_part(part.held_out())
+            }
+            TenantSource::ModelConfig { .. } => Ok(None),
+        }
     }
 
-    /// The requests a replay of `part`'s complement would use: the second half for
-    /// [`Part::FirstHalf`] (rebased, see [`Part::split`]), everything for [`Part::Whole`];
-    /// `None` for a model config.
-    pub fn replay_part(&self, part: Part) -> Result<Option<Trace>, ScenarioError> {
+    /// `part` of the tenant's trace; `None` for a model config.
+    pub fn trace_part(&self, part: Part) -> Result<Option<Trace>, ScenarioError> {
         let Some((trace, origin)) = self.full_trace()? else {
             return Ok(None);
         };
-        let (_, replay) = part.split(&trace).map_err(|e| ScenarioError::Trace {
+        let trace = part.of(&trace).map_err(|e| ScenarioError::Trace {
             path: origin.clone(),
             at: "replay".into(),
             trace: origin,
             message: e.to_string(),
         })?;
-        Ok(Some(replay))
+        Ok(Some(trace))
     }
 
     /// The whole trace and where it came from; `None` for a model config.

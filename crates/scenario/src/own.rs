@@ -72,15 +72,15 @@
 
 use crate::characterize::characterize;
 use crate::error::ScenarioError;
-use crate::snc_meister::{parse_json, read_text, validate};
-use crate::{relative_to, FlowSource, Part, Scenario, TenantHosts, TenantSource};
+use crate::snc_meister::{network_error, parse_json, read_text};
+use crate::{relative_to, Part, Scenario, TenantSource};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use tailbound_curves::mmpp::SizeKind;
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
-use tailbound_model::{Flow, Network, Queue, Slo, Stage, TenantSpec};
+use tailbound_model::{NetworkBuilder, NewTenant, Slo, Stage, TenantHosts};
 use tailbound_trace::{GenSpec, Trace};
 
 /// Default link rate of a host: 1 Gbit/s [bytes/s].
@@ -213,17 +213,12 @@ pub fn parse_toml(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     build(path, file)
 }
 
-struct Host {
-    out: usize,
-    inn: usize,
-    storage: Option<(usize, StorageProfile)>,
-}
-
 fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
     let bad =
         |at: String, field: &str, problem: String| ScenarioError::invalid(path, at, field, problem);
-    let mut net = Network::default();
-    let mut hosts: HashMap<&str, Host> = HashMap::new();
+    let mut b = NetworkBuilder::new();
+    let mut hosts: HashMap<&str, usize> = HashMap::new();
+    let mut profiles = Vec::with_capacity(file.hosts.len());
     for h in &file.hosts {
         let at = format!("host {:?}", h.name);
         if h.name.trim().is_empty() {
@@ -263,23 +258,15 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
                 "is given but the host has no storage; add `storage = true`".into(),
             ));
         }
-        let mut push = |name: String, rate: f64| {
-            net.queues.push(Queue { name, rate });
-            net.queues.len() - 1
-        };
-        let out = push(format!("{}-out", h.name), rate);
-        let inn = push(format!("{}-in", h.name), rate);
-        let storage = if h.storage {
-            let profile = match &h.profile {
-                None => StorageProfile::intel710_ssd(),
-                Some(p) => StorageProfile::load(&relative_to(path, p))
+        let profile = match &h.profile {
+            Some(p) if h.storage => Some(
+                StorageProfile::load(&relative_to(path, p))
                     .map_err(|e| bad(at.clone(), "profile", e.to_string()))?,
-            };
-            Some((push(format!("{}-storage", h.name), 1.0), profile))
-        } else {
-            None
+            ),
+            _ => None,
         };
-        hosts.insert(&h.name, Host { out, inn, storage });
+        hosts.insert(&h.name, b.host(&h.name, rate, h.storage.then_some(1.0)));
+        profiles.push(profile);
     }
     let host_names = || {
         file.hosts
@@ -290,11 +277,10 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
     };
 
     let opts = file.characterize;
+    let default_profile = StorageProfile::intel710_ssd();
     let mut seen = HashSet::new();
     let mut sources = Vec::with_capacity(file.tenants.len());
-    let mut tenant_hosts = Vec::with_capacity(file.tenants.len());
-    let mut flow_sources = Vec::new();
-    for (ti, t) in file.tenants.iter().enumerate() {
+    for t in &file.tenants {
         let at = format!("tenant {:?}", t.name);
         if t.name.trim().is_empty() {
             return Err(bad(at, "name", "is empty; expected a tenant name".into()));
@@ -310,7 +296,7 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
             ));
         }
         let host = |field: &str, name: &str| {
-            hosts.get(name).ok_or_else(|| {
+            hosts.get(name).copied().ok_or_else(|| {
                 bad(
                     at.clone(),
                     field,
@@ -343,21 +329,17 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
                 ));
             }
         }
-        let storage = match (t.storage, &server.storage) {
-            (false, _) => None,
-            (true, Some(s)) => Some(s),
-            (true, None) => {
-                return Err(bad(
-                    at,
-                    "storage",
-                    format!(
-                        "is true but server host {:?} has no storage; add `storage = true` to \
-                         that host or remove it from the tenant",
-                        t.server
-                    ),
-                ))
-            }
-        };
+        if t.storage && b.network().hosts[server].storage.is_none() {
+            return Err(bad(
+                at,
+                "storage",
+                format!(
+                    "is true but server host {:?} has no storage; add `storage = true` to \
+                     that host or remove it from the tenant",
+                    t.server
+                ),
+            ));
+        }
 
         // the requests that characterize the tenant
         let (trace, source) = match (&t.trace, &t.model) {
@@ -413,34 +395,28 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
             }
         };
         let trace_name = PathBuf::from(&trace.name);
-        let (part, _) = opts.part.split(&trace).map_err(|e| ScenarioError::Trace {
+        let part = opts.part.of(&trace).map_err(|e| ScenarioError::Trace {
             path: path.to_path_buf(),
             at: at.clone(),
             trace: trace_name.clone(),
             message: e.to_string(),
         })?;
 
-        let server_profile = storage.map(|(_, p)| p);
-        let default_profile;
-        let profile = match server_profile {
-            Some(p) => p,
-            None => {
-                default_profile = StorageProfile::intel710_ssd();
-                &default_profile
-            }
+        let profile = profiles[server].as_ref().unwrap_or(&default_profile);
+        let ti = b.tenant(NewTenant {
+            name: t.name.clone(),
+            slo,
+            group: t.group.clone(),
+            priority: t.priority,
+            hosts: Some(TenantHosts { client, server }),
+        });
+        let stages: &[Stage] = if t.storage {
+            &[Stage::NetIn, Stage::Storage, Stage::NetOut]
+        } else {
+            &[Stage::NetIn, Stage::NetOut]
         };
-        let mut specs = vec![("req", Stage::NetIn, vec![client.out, server.inn])];
-        if let Some((q, _)) = storage {
-            specs.push(("storage", Stage::Storage, vec![*q]));
-        }
-        specs.push(("resp", Stage::NetOut, vec![server.out, client.inn]));
-        let mut flows = Vec::with_capacity(specs.len());
-        for (suffix, stage, queues) in specs {
-            flow_sources.push(Some(FlowSource {
-                stage,
-                profile: (stage == Stage::Storage).then(|| profile.clone()),
-            }));
-            let (mmpp, arrival) = characterize(
+        for &stage in stages {
+            let models = characterize(
                 &part.requests,
                 stage_work(stage, profile),
                 opts.sizes,
@@ -453,29 +429,12 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
                 trace: trace_name.clone(),
                 message: format!("{stage} work: {m}"),
             })?;
-            flows.push(net.flows.len());
-            net.flows.push(Flow {
-                name: format!("{}-{suffix}", t.name),
-                tenant: ti,
-                path: queues,
-                mmpp: Some(mmpp),
-                arrival: Some(arrival),
-            });
+            b.flow(ti, stage, models)
+                .map_err(|e| network_error(path, e))?;
         }
-        net.tenants.push(TenantSpec {
-            name: t.name.clone(),
-            slo,
-            flows,
-            group: t.group.clone(),
-            priority: t.priority,
-        });
         sources.push(source);
-        tenant_hosts.push(Some(TenantHosts {
-            client: t.client.clone(),
-            server: t.server.clone(),
-        }));
     }
-    validate(path, &net)?;
+    let net = b.build().map_err(|e| network_error(path, e))?;
     tracing::debug!(
         file = %path.display(),
         queues = net.queues.len(),
@@ -485,9 +444,8 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
     );
     Ok(Scenario {
         network: net,
-        tenants: sources,
-        hosts: tenant_hosts,
-        flows: flow_sources,
+        sources,
+        profiles,
     })
 }
 

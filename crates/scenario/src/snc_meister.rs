@@ -88,14 +88,15 @@
 
 use crate::characterize::characterize;
 use crate::error::ScenarioError;
-use crate::{relative_to, FlowSource, Part, Scenario, TenantHosts, TenantSource};
+use crate::{relative_to, Part, Scenario, TenantSource};
 use serde::Deserialize;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use tailbound_curves::mmpp::SizeKind;
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::{
-    Flow, Mmpp, MmppState, Network, Queue, SizeModel, Slo, SloError, Stage, TenantSpec,
+    FlowModels, Mmpp, MmppState, Network, NetworkBuilder, NetworkError, NewTenant, SizeModel, Slo,
+    SloError, Stage, TenantHosts,
 };
 
 /// The time step of SNC-Meister's discrete-time MMPPs [s].
@@ -204,11 +205,11 @@ pub fn read_config_scenario(path: &Path) -> Result<Scenario, ScenarioError> {
 fn config_network(path: &Path, file: ConfigFile) -> Result<Scenario, ScenarioError> {
     let bad =
         |at: &str, field: &str, problem: String| ScenarioError::invalid(path, at, field, problem);
-    let mut net = Network::default();
+    let mut b = NetworkBuilder::new();
     let mut sources = Vec::with_capacity(file.clients.len());
     let mut dependencies = Vec::with_capacity(file.clients.len());
     let mut queue_index = HashMap::new();
-    for (i, q) in file.queues.iter().enumerate() {
+    for q in &file.queues {
         let at = format!("queue {:?}", q.name);
         if !(q.bandwidth.is_finite() && q.bandwidth > 0.0) {
             return Err(bad(
@@ -217,18 +218,16 @@ fn config_network(path: &Path, file: ConfigFile) -> Result<Scenario, ScenarioErr
                 format!("{} is not a positive rate [bytes/s]", q.bandwidth),
             ));
         }
-        if queue_index.insert(q.name.clone(), i).is_some() {
+        if queue_index.contains_key(&q.name) {
             return Err(bad(
                 &at,
                 "name",
                 "appears twice; queue names must be unique".into(),
             ));
         }
-        net.queues.push(Queue {
-            name: q.name.clone(),
-            rate: q.bandwidth,
-        });
+        queue_index.insert(q.name.clone(), b.queue(&q.name, q.bandwidth));
     }
+    let mut names = Vec::with_capacity(file.clients.len());
     for (ci, client) in file.clients.into_iter().enumerate() {
         let name = client.name.unwrap_or_else(|| format!("C{ci}"));
         let at = format!("client {name}");
@@ -238,7 +237,7 @@ fn config_network(path: &Path, file: ConfigFile) -> Result<Scenario, ScenarioErr
             trace: client.trace.as_deref().map(|t| relative_to(path, t)),
         });
         dependencies.push(client.dependencies);
-        let mut flows = Vec::with_capacity(client.flows.len());
+        let tenant = b.tenant(NewTenant::new(name.clone(), slo));
         for f in client.flows {
             let at = format!("client {name} flow {}", f.name);
             let mut path_q = Vec::with_capacity(f.queues.len());
@@ -256,32 +255,20 @@ fn config_network(path: &Path, file: ConfigFile) -> Result<Scenario, ScenarioErr
                 path_q.push(qi);
             }
             let mmpp = config_mmpp(path, &at, f.arrival)?;
-            flows.push(net.flows.len());
-            net.flows.push(Flow {
-                name: f.name,
-                tenant: ci,
-                path: path_q,
+            let stage = config_stage(&f.name);
+            let models = FlowModels {
                 mmpp: Some(mmpp),
                 arrival: None,
-            });
+            };
+            b.flow_on(tenant, f.name, stage, path_q, models);
         }
-        net.tenants.push(TenantSpec {
-            name,
-            slo,
-            flows,
-            group: None,
-            priority: None,
-        });
+        names.push(name);
     }
-    let names: Vec<String> = net.tenants.iter().map(|t| t.name.clone()).collect();
-    for (t, group) in net
-        .tenants
-        .iter_mut()
-        .zip(dependency_groups(path, &names, &dependencies)?)
-    {
+    let groups = dependency_groups(path, &names, &dependencies)?;
+    let mut net = b.build().map_err(|e| network_error(path, e))?;
+    for (t, group) in net.tenants.iter_mut().zip(groups) {
         t.group = group;
     }
-    validate(path, &net)?;
     tracing::debug!(
         file = %path.display(),
         queues = net.queues.len(),
@@ -289,20 +276,29 @@ fn config_network(path: &Path, file: ConfigFile) -> Result<Scenario, ScenarioErr
         tenants = net.tenants.len(),
         "read SNC-Meister model config"
     );
-    let flows = vec![None; net.flows.len()];
     Ok(Scenario {
-        hosts: vec![None; net.tenants.len()],
         network: net,
-        tenants: sources,
-        flows,
+        sources,
+        profiles: Vec::new(),
     })
 }
 
-pub(crate) fn validate(path: &Path, net: &Network) -> Result<(), ScenarioError> {
-    net.validate().map_err(|source| ScenarioError::Network {
+/// The stage of a model config's flow. Every queue of a config is a link, so its flows carry
+/// bytes; their direction is only in the names `SNC-ConfigGen` gives them (`F<i>In` client to
+/// server, `F<i>Out` server to client). Other names count as the request direction.
+fn config_stage(name: &str) -> Stage {
+    if name.ends_with("Out") {
+        Stage::NetOut
+    } else {
+        Stage::NetIn
+    }
+}
+
+pub(crate) fn network_error(path: &Path, source: NetworkError) -> ScenarioError {
+    ScenarioError::Network {
         path: path.to_path_buf(),
         source,
-    })
+    }
 }
 
 fn snc_slo(path: &Path, at: &str, slo_s: f64, percentile: f64) -> Result<Slo, ScenarioError> {
@@ -557,66 +553,42 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
         .collect();
     let groups = dependency_groups(path, &names, &dependencies)?;
 
-    // queues as SNC-ConfigGen makes them: hosts sorted by name, `-in` then `-out`
-    let hosts: BTreeSet<&str> = file
+    // hosts sorted by name, as SNC-ConfigGen makes their queues
+    let host_names: BTreeSet<&str> = file
         .clients
         .iter()
         .flat_map(|c| [c.client_host.as_str(), c.server_host.as_str()])
         .collect();
-    let mut net = Network::default();
-    for h in &hosts {
-        for dir in ["in", "out"] {
-            net.queues.push(Queue {
-                name: format!("{h}-{dir}"),
-                rate: options.link_rate_bytes_per_s,
-            });
-        }
-    }
-    let queue = |name: String| -> Result<usize, ScenarioError> {
-        net.queues
-            .iter()
-            .position(|q| q.name == name)
-            .ok_or_else(|| ScenarioError::Format {
-                path: path.to_path_buf(),
-                message: format!("internal error: queue {name:?} was not created"),
-            })
-    };
-    let mut flows = Vec::with_capacity(2 * names.len());
-    let mut tenants = Vec::with_capacity(names.len());
+    let mut b = NetworkBuilder::new();
+    let hosts: HashMap<&str, usize> = host_names
+        .iter()
+        .map(|&h| (h, b.host(h, options.link_rate_bytes_per_s, None)))
+        .collect();
     let mut sources = Vec::with_capacity(names.len());
-    let mut tenant_hosts = Vec::with_capacity(names.len());
-    let mut flow_sources = Vec::new();
     let profile = StorageProfile::intel710_ssd();
     for (i, c) in file.clients.iter().enumerate() {
         let at = format!("client {}", names[i]);
         let trace_path = relative_to(path, &c.trace);
         let trace = crate::own::read_trace_at(path, &at, &trace_path)?;
-        let (part, _) = options
+        let part = options
             .part
-            .split(&trace)
+            .of(&trace)
             .map_err(|e| trace_error(path, &at, &trace_path, e.to_string()))?;
-        let specs = [
-            (
-                format!("F{i}In"),
-                Stage::NetIn,
-                [
-                    format!("{}-out", c.client_host),
-                    format!("{}-in", c.server_host),
-                ],
-            ),
-            (
-                format!("F{i}Out"),
-                Stage::NetOut,
-                [
-                    format!("{}-out", c.server_host),
-                    format!("{}-in", c.client_host),
-                ],
-            ),
-        ];
-        let mut own_flows = Vec::with_capacity(2);
-        for (flow_name, stage, queues) in specs {
-            flow_sources.push(Some(FlowSource::network(stage)));
-            let (mmpp, arrival) = characterize(
+        let tenant = b.tenant(NewTenant {
+            name: names[i].clone(),
+            slo: slos[i],
+            group: groups[i].clone(),
+            priority: None,
+            hosts: Some(TenantHosts {
+                client: hosts[c.client_host.as_str()],
+                server: hosts[c.server_host.as_str()],
+            }),
+        });
+        for (flow_name, stage) in [
+            (format!("F{i}In"), Stage::NetIn),
+            (format!("F{i}Out"), Stage::NetOut),
+        ] {
+            let models = characterize(
                 &part.requests,
                 stage_work(stage, &profile),
                 options.sizes,
@@ -631,35 +603,15 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
                     format!("{flow_name} ({stage}): {m}"),
                 )
             })?;
-            let [q0, q1] = queues;
-            own_flows.push(flows.len());
-            flows.push(Flow {
-                name: flow_name,
-                tenant: i,
-                path: vec![queue(q0)?, queue(q1)?],
-                mmpp: Some(mmpp),
-                arrival: Some(arrival),
-            });
+            b.named_flow(tenant, flow_name, stage, models)
+                .map_err(|e| network_error(path, e))?;
         }
-        tenants.push(TenantSpec {
-            name: names[i].clone(),
-            slo: slos[i],
-            flows: own_flows,
-            group: groups[i].clone(),
-            priority: None,
-        });
         sources.push(TenantSource::Trace {
             path: trace_path,
             part: options.part,
         });
-        tenant_hosts.push(Some(TenantHosts {
-            client: c.client_host.clone(),
-            server: c.server_host.clone(),
-        }));
     }
-    net.flows = flows;
-    net.tenants = tenants;
-    validate(path, &net)?;
+    let net = b.build().map_err(|e| network_error(path, e))?;
     tracing::debug!(
         file = %path.display(),
         queues = net.queues.len(),
@@ -668,9 +620,8 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
     );
     Ok(Scenario {
         network: net,
-        tenants: sources,
-        hosts: tenant_hosts,
-        flows: flow_sources,
+        sources,
+        profiles: Vec::new(),
     })
 }
 

@@ -15,8 +15,30 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use tailbound_curves::NetworkCost;
-use tailbound_model::{Flow, Network, Op, Queue, Request, Slo, TenantSpec};
-use tailbound_sim::{simulate, FlowWork, SimConfig, TenantWorkload};
+use tailbound_model::{FlowModels, Network, NetworkBuilder, NewTenant, Op, Request, Slo, Stage};
+use tailbound_sim::{simulate, SimConfig, TenantWorkload};
+
+/// `hosts` hosts `h<i>` with NICs of `nic` [bytes/s], and per tenant `(client, server, slo,
+/// priority)` its request and response flows.
+fn star(hosts: usize, nic: f64, tenants: &[(usize, usize, f64, Option<u32>)]) -> Network {
+    let mut b = NetworkBuilder::new();
+    for h in 0..hosts {
+        b.host(format!("h{h}"), nic, None);
+    }
+    for (t, &(client, server, slo_s, priority)) in tenants.iter().enumerate() {
+        let spec = NewTenant {
+            priority,
+            ..NewTenant::new(format!("t{t}"), Slo::new(slo_s, 99.9).unwrap())
+                .between(client, server)
+        };
+        let id = b.tenant(spec);
+        for stage in [Stage::NetIn, Stage::NetOut] {
+            b.flow(id, stage, FlowModels::default())
+                .expect("hosts exist");
+        }
+    }
+    b.build().expect("a valid cluster")
+}
 
 const HOSTS: usize = 12;
 const TENANTS: usize = 48;
@@ -25,16 +47,7 @@ const SECONDS: f64 = 0.25;
 
 fn cluster() -> (Network, Vec<Vec<Request>>) {
     let mut rng = ChaCha8Rng::seed_from_u64(42);
-    let mut net = Network::default();
-    for h in 0..HOSTS {
-        for dir in ["out", "in"] {
-            net.queues.push(Queue {
-                name: format!("h{h}-{dir}"),
-                rate: NIC,
-            });
-        }
-    }
-    let (out, inq) = (|h: usize| 2 * h, |h: usize| 2 * h + 1);
+    let mut tenants = Vec::new();
     let mut reqs = Vec::new();
     for t in 0..TENANTS {
         let client = t % HOSTS;
@@ -44,25 +57,7 @@ fn cluster() -> (Network, Vec<Vec<Request>>) {
         } else {
             server
         };
-        for (name, path) in [
-            ("req", vec![out(client), inq(server)]),
-            ("resp", vec![out(server), inq(client)]),
-        ] {
-            net.flows.push(Flow {
-                name: format!("t{t}-{name}"),
-                tenant: t,
-                path,
-                mmpp: None,
-                arrival: None,
-            });
-        }
-        net.tenants.push(TenantSpec {
-            name: format!("t{t}"),
-            slo: Slo::new(0.01, 99.9).unwrap(),
-            flows: vec![2 * t, 2 * t + 1],
-            group: None,
-            priority: Some((t % 4) as u32),
-        });
+        tenants.push((client, server, 0.01, Some((t % 4) as u32)));
         // 4 tenants per host share its NIC: 4 · λ · 1.1 · 8 KiB ≈ 0.55 · NIC
         let lambda = 0.55 * NIC / (4.0 * 1.1 * 8192.0);
         let gap = Exp::new(lambda).unwrap();
@@ -82,59 +77,35 @@ fn cluster() -> (Network, Vec<Vec<Request>>) {
         }
         reqs.push(v);
     }
-    (net, reqs)
+    (star(HOSTS, NIC, &tenants), reqs)
 }
 
 /// 180 tenants on 12 hosts replaying 300 s of the shared traces; `None` without them.
 fn replay_180() -> Option<(Network, Vec<Vec<Request>>)> {
     tailbound_testdata::try_shared_dir()?;
-    let traces: Vec<Vec<Request>> = tailbound_testdata::production_traces()
-        .iter()
-        .map(|p| {
-            let t = tailbound_trace::read_trace(p).expect("shared trace reads");
-            tailbound_trace::split(&t, 0.5)
-                .expect("trace splits")
-                .1
-                .requests
-        })
-        .collect();
+    let traces: Vec<Vec<Request>> =
+        tailbound_trace::list_traces(&tailbound_testdata::production_dir())
+            .ok()?
+            .iter()
+            .map(|p| {
+                let t = tailbound_trace::read_trace(p).expect("shared trace reads");
+                tailbound_trace::split(&t, 0.5)
+                    .expect("trace splits")
+                    .1
+                    .requests
+            })
+            .collect();
     if traces.is_empty() {
         return None;
     }
     let hosts = 12;
     let gbit = 125e6; // [bytes/s]
-    let mut net = Network::default();
-    for h in 0..hosts {
-        for dir in ["out", "in"] {
-            net.queues.push(Queue {
-                name: format!("h{h}-{dir}"),
-                rate: gbit,
-            });
-        }
-    }
+    let mut tenants = Vec::new();
     let mut reqs = Vec::new();
     for t in 0..180 {
         let client = t % hosts;
         let server = (client + 1 + (t / hosts) % (hosts - 1)) % hosts;
-        for (name, path) in [
-            ("req", vec![2 * client, 2 * server + 1]),
-            ("resp", vec![2 * server, 2 * client + 1]),
-        ] {
-            net.flows.push(Flow {
-                name: format!("t{t}-{name}"),
-                tenant: t,
-                path,
-                mmpp: None,
-                arrival: None,
-            });
-        }
-        net.tenants.push(TenantSpec {
-            name: format!("t{t}"),
-            slo: Slo::new([0.01, 0.02, 0.05, 0.1][t % 4], 99.9).unwrap(),
-            flows: vec![2 * t, 2 * t + 1],
-            group: None,
-            priority: None,
-        });
+        tenants.push((client, server, [0.01, 0.02, 0.05, 0.1][t % 4], None));
         // copies of the same trace start 13 s apart, wrapped into the 300-s window
         let shift = (t / traces.len()) as u64 * 13_000_000_000;
         let window = 300_000_000_000u64;
@@ -150,7 +121,7 @@ fn replay_180() -> Option<(Network, Vec<Vec<Request>>)> {
         v.sort_by_key(|r| r.arrival_ns);
         reqs.push(v);
     }
-    Some((net, reqs))
+    Some((star(hosts, gbit, &tenants), reqs))
 }
 
 fn bench(c: &mut Criterion) {
@@ -161,7 +132,7 @@ fn bench(c: &mut Criterion) {
         .iter()
         .map(|r| TenantWorkload {
             requests: r,
-            flows: vec![FlowWork::link(&req_dir), FlowWork::link(&resp_dir)],
+            works: vec![&req_dir, &resp_dir],
         })
         .collect();
     let cfg = SimConfig::default();
@@ -181,7 +152,7 @@ fn bench(c: &mut Criterion) {
             .iter()
             .map(|r| TenantWorkload {
                 requests: r,
-                flows: vec![FlowWork::link(&req_dir), FlowWork::link(&resp_dir)],
+                works: vec![&req_dir, &resp_dir],
             })
             .collect();
         let events = simulate(&net, &w, &cfg).expect("valid replay").events;

@@ -2,10 +2,11 @@
 //! `(time [ns], sequence)`; ties are broken by insertion order, so a run is a pure function
 //! of its inputs.
 
+use crate::event::EventQueue;
 use crate::stats::{tenant_result, TenantResult};
-use crate::{ClosedLoop, Excess, FlowWork, Service, SimConfig, SimError, TenantWorkload};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use crate::{ClosedLoop, Excess, SimConfig, SimError, TenantWorkload, Transmission};
+use std::collections::VecDeque;
+use tailbound_curves::WorkFunction;
 use tailbound_model::{Network, Request};
 use tailbound_shaping::eyeq::{DestinationLimiter, EyeqConfig, Feedback, Receiver, ReceiverStats};
 use tailbound_shaping::{PriorityQueue, TokenBucket};
@@ -169,11 +170,6 @@ impl tailbound_curves::WorkFunction for NoWork {
     }
 }
 
-const UNUSED: FlowWork<'static> = FlowWork {
-    work: &NoWork,
-    packetized: false,
-};
-
 struct Engine<'a> {
     net: &'a Network,
     workloads: &'a [TenantWorkload<'a>],
@@ -183,8 +179,7 @@ struct Engine<'a> {
     free: Vec<u32>,
     next: Vec<usize>,
     latencies: Vec<Vec<u64>>,
-    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
-    seq: u64,
+    queue: EventQueue<u64>,
     events: u64,
     /// what a shaper does with a request its buckets cannot pass now
     excess: Excess,
@@ -287,11 +282,11 @@ fn check(net: &Network, workloads: &[TenantWorkload<'_>], cfg: &SimConfig) -> Re
         });
     }
     for (spec, w) in net.tenants.iter().zip(workloads) {
-        if w.flows.len() != spec.flows.len() {
+        if w.works.len() != spec.flows.len() {
             return Err(SimError::FlowCount {
                 tenant: spec.name.clone(),
                 expected: spec.flows.len(),
-                got: w.flows.len(),
+                got: w.works.len(),
             });
         }
         if w.requests.len() >= u32::MAX as usize {
@@ -332,7 +327,7 @@ fn check(net: &Network, workloads: &[TenantWorkload<'_>], cfg: &SimConfig) -> Re
             got: cfg.shapers.len(),
         });
     }
-    if let Service::Chunked { mtu_bytes: 0 } = cfg.service {
+    if let Transmission::Chunked { mtu_bytes: 0 } = cfg.transmission {
         return Err(SimError::Mtu(0));
     }
     if !(cfg.window_s.is_finite() && cfg.window_s > 0.0) {
@@ -496,10 +491,10 @@ impl<'a> Engine<'a> {
             .collect();
         let (eyeq, receiver_of) = build_eyeq(net, cfg, origin_ns)?;
         // each flow's work function: the tenant's workload lists them in tenant-flow order
-        let mut work_of: Vec<Option<&'a FlowWork<'a>>> = vec![None; net.flows.len()];
+        let mut work_of: Vec<Option<&'a dyn WorkFunction>> = vec![None; net.flows.len()];
         for (spec, w) in net.tenants.iter().zip(workloads) {
-            for (&f, fw) in spec.flows.iter().zip(&w.flows) {
-                work_of[f] = Some(fw);
+            for (&f, &work) in spec.flows.iter().zip(&w.works) {
+                work_of[f] = Some(work);
             }
         }
         let flows = net
@@ -508,9 +503,9 @@ impl<'a> Engine<'a> {
             .enumerate()
             .map(|(i, f)| {
                 // a flow no tenant lists never carries a request
-                let fw = work_of[i].unwrap_or(&UNUSED);
-                let mtu = match (cfg.service, fw.packetized) {
-                    (Service::Chunked { mtu_bytes }, true) => mtu_bytes as f64,
+                let work = work_of[i].unwrap_or(&NoWork);
+                let mtu = match cfg.transmission {
+                    Transmission::Chunked { mtu_bytes } if f.stage.is_link() => mtu_bytes as f64,
                     _ => f64::INFINITY,
                 };
                 let buckets = cfg.shapers.get(i).map_or(&[][..], |b| &b[..]);
@@ -527,7 +522,7 @@ impl<'a> Engine<'a> {
                     Some(Shaper {
                         buckets: buckets
                             .iter()
-                            .map(|s| TokenBucket::new(s.rate, s.burst, origin_ns))
+                            .map(|b| TokenBucket::new(b.rate, b.burst, origin_ns))
                             .collect::<Result<_, _>>()
                             .map_err(|e| SimError::Shaper {
                                 flow: f.name.clone(),
@@ -543,23 +538,17 @@ impl<'a> Engine<'a> {
                     path: f.path.clone(),
                     level: dense[f.tenant],
                     mtu,
-                    packetized: fw.packetized,
-                    work: fw.work,
+                    packetized: f.stage.is_link(),
+                    work,
                     shaper,
                     receiver,
                 })
             })
             .collect::<Result<_, SimError>>()?;
-        let mut heap = BinaryHeap::new();
-        let mut seq = 0;
+        let mut events = EventQueue::new();
         for (t, w) in workloads.iter().enumerate() {
             if let Some(r) = w.requests.first() {
-                heap.push(Reverse((
-                    r.arrival_ns,
-                    seq,
-                    (ARRIVAL << KIND_SHIFT) | t as u64,
-                )));
-                seq += 1;
+                events.push(r.arrival_ns, (ARRIVAL << KIND_SHIFT) | t as u64);
             }
         }
         let windows = (0..workloads.len())
@@ -601,20 +590,17 @@ impl<'a> Engine<'a> {
                 .iter()
                 .map(|w| vec![0; w.requests.len()])
                 .collect(),
-            heap,
-            seq,
+            queue: events,
             events: 0,
         })
     }
 
     fn push(&mut self, at: u64, kind: u64, data: usize) {
-        self.heap
-            .push(Reverse((at, self.seq, (kind << KIND_SHIFT) | data as u64)));
-        self.seq += 1;
+        self.queue.push(at, (kind << KIND_SHIFT) | data as u64);
     }
 
     fn run(&mut self) -> Result<(), SimError> {
-        while let Some(Reverse((now, _, ev))) = self.heap.pop() {
+        while let Some((now, ev)) = self.queue.pop() {
             self.events += 1;
             let data = (ev & DATA_MASK) as usize;
             match ev >> KIND_SHIFT {
@@ -1021,34 +1007,24 @@ impl<'a> Engine<'a> {
 mod tests {
     use super::*;
     use crate::SizeWork;
-    use tailbound_model::{Flow, Op, Queue, Slo, TenantSpec};
+    use tailbound_model::{FlowModels, NetworkBuilder, NewTenant, Op, Slo, Stage};
 
     /// Two tenants on one 1 MB/s queue (1 B = 1 µs), one flow each.
     fn net() -> Network {
-        Network {
-            queues: vec![Queue {
-                name: "q".into(),
-                rate: 1e6,
-            }],
-            flows: (0..2)
-                .map(|t| Flow {
-                    name: format!("f{t}"),
-                    tenant: t,
-                    path: vec![0],
-                    mmpp: None,
-                    arrival: None,
-                })
-                .collect(),
-            tenants: (0..2)
-                .map(|t| TenantSpec {
-                    name: format!("t{t}"),
-                    slo: Slo::new(0.01 * (t + 1) as f64, 99.9).unwrap(),
-                    flows: vec![t],
-                    group: None,
-                    priority: None,
-                })
-                .collect(),
+        let mut b = NetworkBuilder::new();
+        let q = b.queue("q", 1e6);
+        for t in 0..2 {
+            let slo = Slo::new(0.01 * (t + 1) as f64, 99.9).unwrap();
+            let id = b.tenant(NewTenant::new(format!("t{t}"), slo));
+            b.flow_on(
+                id,
+                format!("f{t}"),
+                Stage::NetIn,
+                vec![q],
+                FlowModels::default(),
+            );
         }
+        b.build().unwrap()
     }
 
     fn r(arrival_ns: u64, size_bytes: u64) -> Request {
@@ -1064,7 +1040,7 @@ mod tests {
             .iter()
             .map(|r| TenantWorkload {
                 requests: r,
-                flows: vec![FlowWork::link(&SizeWork)],
+                works: vec![&SizeWork],
             })
             .collect();
         simulate(&net(), &w, cfg)
@@ -1086,7 +1062,7 @@ mod tests {
         // alone), then t0 overtakes t1's second request
         let reqs = vec![vec![r(10, 1000)], vec![r(0, 1000), r(5, 1000)]];
         let fluid = SimConfig {
-            service: Service::Fluid,
+            transmission: Transmission::Fluid,
             ..SimConfig::default()
         };
         let a = run(&reqs, &fluid).unwrap();
@@ -1127,7 +1103,7 @@ mod tests {
         };
         assert!(matches!(run(&ok, &bad), Err(SimError::ConfigLength { .. })));
         let bad = SimConfig {
-            service: Service::Chunked { mtu_bytes: 0 },
+            transmission: Transmission::Chunked { mtu_bytes: 0 },
             ..SimConfig::default()
         };
         assert_eq!(run(&ok, &bad), Err(SimError::Mtu(0)));
@@ -1139,11 +1115,11 @@ mod tests {
         let w = vec![
             TenantWorkload {
                 requests: &ok[0],
-                flows: vec![FlowWork::link(&Nan)],
+                works: vec![&Nan],
             },
             TenantWorkload {
                 requests: &ok[1],
-                flows: vec![],
+                works: vec![],
             },
         ];
         let e = simulate(&net(), &w, &cfg).unwrap_err();

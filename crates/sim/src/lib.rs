@@ -2,12 +2,12 @@
 //! [`Network`](tailbound_model::Network): the check behind every bound (snc-meister §5.4,
 //! workload-compactor §4.2/§5.2; `shared/DESIGN.md`, Verification: Simulator).
 //!
-//! The engine ([`simulate`]) does no I/O, reads no clock and draws no random numbers.
-//! [`replay`] is the glue to the rest of the system: it loads a scenario's held-out requests
-//! (`tailbound-scenario`), applies a policy's [`Decisions`](tailbound_model::Decisions)
-//! (who runs, priorities, servers, rate limits) as a [`Plan`], runs the engine, and searches
-//! OPT (snc-meister §6.2). The `tailbound simulate` and `tailbound opt` commands are thin
-//! wrappers. The soundness harness (`tests/integration/soundness.rs`) checks the engine
+//! The engine ([`simulate`]) does no I/O, reads no clock and draws no random numbers. It
+//! takes a network and requests, never files: [`replay`] applies a policy's
+//! [`Decisions`](tailbound_model::Decisions) (who runs, priorities, servers, rate limits) as a
+//! [`Plan`] to a network and each tenant's requests (a scenario's held-out halves, which the
+//! caller loads with `tailbound-scenario`), runs the engine, and searches OPT (snc-meister
+//! §6.2). The `tailbound simulate` and `tailbound opt` commands are thin wrappers. The soundness harness (`tests/integration/soundness.rs`) checks the engine
 //! against the calculus on random scenarios: simulated max ≤ DNC bound, simulated p99.9 ≤
 //! SNC-Meister bound (plus the packetization allowance).
 //!
@@ -24,10 +24,10 @@
 //! * **Stages.** A request crosses its tenant's flows in the order of
 //!   [`TenantSpec::flows`](tailbound_model::TenantSpec::flows) (request `<t>-req`, optional
 //!   storage `<t>-storage`, response `<t>-resp` for scenario networks). On each flow it puts
-//!   the work of that flow's [`FlowWork`] function (bytes on links, busy-seconds on storage,
+//!   the work of that flow's work function (bytes on links, busy-seconds on storage,
 //!   matching the queue rates [work/s]). A stage starts when the previous stage's last unit
 //!   has left its last queue.
-//! * **Shapers.** Optionally token buckets per flow ([`StageShaping`]: rate [work/s], burst
+//! * **Shapers.** Optionally token buckets per flow ([`Bucket`]: rate [work/s], burst
 //!   [work], full at the earliest arrival), the sans-IO `tailbound_shaping::TokenBucket` the
 //!   enforcer also runs. Requests wait FIFO; the head passes when every bucket of the flow
 //!   allows its whole stage work (`TokenBucket::take`: `min(work, burst)` tokens present; a
@@ -38,12 +38,12 @@
 //!   level below every tenant's (at every queue of that stage), and keeps its place in the
 //!   shaper's FIFO; when its tokens come it is charged and its units not yet served move to
 //!   the tenant's level (HTB's borrowing). If it finishes first, it takes no tokens.
-//! * **Chunks.** With [`Service::Chunked`] the work of a packetized flow (links) is cut into
+//! * **Chunks.** With [`Transmission::Chunked`] the work of a link flow is cut into
 //!   `mtu_bytes` units (the last one partial). Each chunk crosses the flow's queues
 //!   store-and-forward: it enters queue k+1 the instant it leaves queue k (no propagation
 //!   delay), so a request's chunks pipeline across hops: alone on an h-hop path of rate R a
-//!   request of S bytes (a multiple of the MTU) takes S/R + (h−1)·mtu/R. Non-packetized flows
-//!   (storage) and [`Service::Fluid`] serve every request as one unit per queue, so fluid
+//!   request of S bytes (a multiple of the MTU) takes S/R + (h−1)·mtu/R. Storage flows and
+//!   [`Transmission::Fluid`] serve every request as one unit per queue, so fluid
 //!   mode is whole-request store-and-forward (h·S/R alone on h hops) — the classic
 //!   non-preemptive M/G/1 queue on one hop.
 //! * **Scheduling.** Each queue serves one unit at a time at its `rate`. Between units it
@@ -83,9 +83,8 @@
 //!
 //! # Pulsar
 //!
-//! [`vdc`] is a separate closed-loop engine for Pulsar's control loop: VMs with open- and
-//! closed-loop workloads, enforcers running `tailbound_shaping::MultiBucket`, appliances with
-//! true costs, and the controller of `tailbound-allocation` every control interval.
+//! Pulsar's closed-loop VDC simulation is its own crate, `tailbound-vdc-sim`; it shares only
+//! the [`EventQueue`] with this one.
 //!
 //! # Not yet
 //!
@@ -94,50 +93,37 @@
 
 mod engine;
 mod error;
+pub mod event;
 pub mod replay;
 mod stats;
-pub mod vdc;
 
 pub use engine::{simulate, EyeqReceiverResult, QueueStats, SimResult};
 pub use error::SimError;
-pub use replay::{
-    opt, opt_greedy, packetization_allowance_s, Opt, Plan, Replay, ReplayError, ReplayPart,
-};
+pub use event::EventQueue;
+pub use replay::{opt, opt_greedy, Opt, Plan, Replay, ReplayError};
 pub use stats::{nearest_rank, TenantResult, Window};
 pub use tailbound_model::Excess;
 
 use tailbound_curves::WorkFunction;
-use tailbound_model::Request;
+use tailbound_model::{Bucket, Request, ETHERNET_MTU_BYTES, SLO_WINDOW_S};
 use tailbound_shaping::eyeq::EyeqConfig;
 
-/// How links serve work.
+/// How links carry work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
-    /// packetized flows are served in units of `mtu_bytes` [bytes]
+pub enum Transmission {
+    /// link flows carry work in packets of `mtu_bytes` [bytes]
     Chunked { mtu_bytes: u64 },
     /// every request is one unit at every queue
     Fluid,
 }
 
-/// Ethernet's MTU [bytes].
-pub const ETHERNET_MTU: u64 = 1500;
-
-impl Default for Service {
-    /// [`ETHERNET_MTU`]-byte chunks
+impl Default for Transmission {
+    /// Ethernet packets ([`ETHERNET_MTU_BYTES`])
     fn default() -> Self {
-        Service::Chunked {
-            mtu_bytes: ETHERNET_MTU,
+        Transmission::Chunked {
+            mtu_bytes: ETHERNET_MTU_BYTES,
         }
     }
-}
-
-/// A token bucket in front of one flow.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StageShaping {
-    /// token rate [work/s]
-    pub rate: f64,
-    /// bucket depth [work]
-    pub burst: f64,
 }
 
 /// EyeQ in the replay (shared/papers/eyeq.txt, `tailbound_shaping::eyeq`): a receiver on
@@ -173,15 +159,15 @@ pub struct ClosedLoop {
 /// How to run a simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
-    pub service: Service,
+    pub transmission: Transmission,
     /// priority level per tenant (0 highest), overriding
     /// [`Network::priorities`](tailbound_model::Network::priorities)
     pub priorities: Option<Vec<u32>>,
-    /// the token buckets in front of each network flow, indexed like
+    /// the token buckets in front of each flow, indexed like
     /// [`Network::flows`](tailbound_model::Network::flows): a request passes when every
     /// bucket of its flow allows its work (PriorityMeister's several rate limits per flow);
     /// an empty list, or an empty `shapers`, means unshaped
-    pub shapers: Vec<Vec<StageShaping>>,
+    pub shapers: Vec<Vec<Bucket>>,
     /// length of the SLO-check windows [s]
     pub window_s: f64,
     /// what shapers do with excess requests
@@ -203,10 +189,10 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
-            service: Service::default(),
+            transmission: Transmission::default(),
             priorities: None,
             shapers: Vec::new(),
-            window_s: 180.0,
+            window_s: SLO_WINDOW_S,
             excess: Excess::Wait,
             eyeq: None,
             closed_loop: Vec::new(),
@@ -216,48 +202,26 @@ impl Default for SimConfig {
     }
 }
 
-/// The work one flow's requests put on its queues.
-#[derive(Clone, Copy)]
-pub struct FlowWork<'a> {
-    /// work per request, in the unit of the flow's queues
-    pub work: &'a dyn WorkFunction,
-    /// cut into MTU-sized chunks under [`Service::Chunked`] (links: true; storage: false)
-    pub packetized: bool,
-}
-
-impl<'a> FlowWork<'a> {
-    /// A network flow: bytes, chunked.
-    pub fn link(work: &'a dyn WorkFunction) -> Self {
-        FlowWork {
-            work,
-            packetized: true,
-        }
-    }
-
-    /// A device flow (storage): busy-seconds, always whole requests.
-    pub fn device(work: &'a dyn WorkFunction) -> Self {
-        FlowWork {
-            work,
-            packetized: false,
-        }
-    }
-}
-
-impl std::fmt::Debug for FlowWork<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FlowWork")
-            .field("unit", &self.work.unit())
-            .field("packetized", &self.packetized)
-            .finish()
-    }
-}
-
-/// One tenant's input: its requests sorted by arrival, and one [`FlowWork`] per flow in the
-/// order of its [`TenantSpec::flows`](tailbound_model::TenantSpec::flows).
-#[derive(Debug, Clone)]
+/// One tenant's input: its requests sorted by arrival, and the work function of each of its
+/// flows, in the order of its [`TenantSpec::flows`](tailbound_model::TenantSpec::flows), in
+/// the unit of the flow's queues. Whether a flow's work is carried in packets follows from its
+/// stage ([`tailbound_model::Stage::is_link`]).
+#[derive(Clone)]
 pub struct TenantWorkload<'a> {
     pub requests: &'a [Request],
-    pub flows: Vec<FlowWork<'a>>,
+    pub works: Vec<&'a dyn WorkFunction>,
+}
+
+impl std::fmt::Debug for TenantWorkload<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantWorkload")
+            .field("requests", &self.requests.len())
+            .field(
+                "works",
+                &self.works.iter().map(|w| w.unit()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// Work equal to the request's size: `size_bytes` [bytes] (tests, synthetic workloads).

@@ -1,40 +1,30 @@
-//! Replaying a [`Scenario`] under a policy's [`Decisions`]: the glue between scenario files,
-//! decisions files and the engine, and the OPT search (snc-meister §6.2).
+//! Replaying a network's tenants under a policy's [`Decisions`]: the glue between decisions
+//! files and the engine, and the OPT search (snc-meister §6.2).
 //!
-//! [`Replay::load`] reads every tenant's requests once (the held-out second half of its
-//! trace, or the whole trace); [`Plan`] says which tenants run, at which priority, on which
-//! server and behind which token buckets ([`Plan::from_decisions`], [`Plan::first`]);
-//! [`Replay::run`] builds the network of the running tenants and simulates it. Each flow
-//! puts the work its scenario characterized it with ([`FlowSource::work`]): the papers'
-//! network costs on links, the device profile on storage.
+//! [`Replay::new`] takes the network, every tenant's requests (for a scenario, the held-out
+//! halves its caller loads with `tailbound-scenario`) and every flow's work function; [`Plan`]
+//! says which tenants run, at which priority, on which server and behind which token buckets
+//! ([`Plan::from_decisions`], [`Plan::first`]); [`Replay::run`] builds the network of the
+//! running tenants and simulates it.
 
-use crate::{simulate, Excess, FlowWork, Service, SimConfig, SimError, SimResult, StageShaping};
+use crate::{simulate, Excess, SimConfig, SimError, SimResult, Transmission};
 use crate::{TenantResult, TenantWorkload};
 use std::collections::HashMap;
-use tailbound_model::{Decisions, DecisionsError, Network, Request, Stage};
-use tailbound_scenario::{FlowSource, Part, Scenario, ScenarioError};
-
-/// Which requests of each tenant a replay uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReplayPart {
-    /// the second half by time, rebased (both papers: the first half characterizes)
-    #[default]
-    SecondHalf,
-    /// every request (what SNC-Meister's tools check against when characterizing the whole
-    /// trace)
-    Whole,
-}
+use tailbound_curves::WorkFunction;
+use tailbound_model::{Bucket, Decisions, DecisionsError, Network, NetworkError, Request, Stage};
 
 /// Why a replay could not be set up or run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayError {
-    #[error(transparent)]
-    Scenario(#[from] ScenarioError),
-    #[error("tenant {0:?} has no requests to replay: it comes from an SNC-Meister model config, which holds fitted MMPPs but no trace; simulate a topology or tailbound scenario with traces instead")]
-    NoRequests(String),
-    #[error("flow {0:?} has no work function (model config); simulate a scenario with traces")]
-    NoWork(String),
+    #[error("{what}: {got} given for {expected} {of}; expected one per {of_one}")]
+    Length {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+        of: &'static str,
+        of_one: &'static str,
+    },
     #[error("invalid decisions: {0}")]
     Decisions(#[from] DecisionsError),
     #[error("the decisions name tenant {name:?}, which the scenario does not have; its tenants are {known}")]
@@ -47,45 +37,60 @@ pub enum ReplayError {
         flow: String,
         known: String,
     },
-    #[error("the decisions move tenant {tenant:?} to server {server:?}, but the scenario has no queue {queue:?}")]
-    UnknownServer {
+    #[error("the decisions limit flow {flow:?} at stage {given}, but it is a {actual} flow")]
+    Stage {
+        flow: String,
+        given: Stage,
+        actual: Stage,
+    },
+    #[error("the decisions move tenant {tenant:?} to server {server:?}: {source}")]
+    Server {
         tenant: String,
         server: String,
-        queue: String,
+        #[source]
+        source: NetworkError,
     },
-    #[error("the decisions move tenant {0:?} to another server, but the scenario does not name its hosts (model config)")]
-    NoHosts(String),
     #[error(transparent)]
     Sim(#[from] SimError),
 }
 
-/// A scenario with every tenant's requests at hand.
-#[derive(Debug, Clone)]
-pub struct Replay<'s> {
-    scenario: &'s Scenario,
+/// A network with every tenant's requests and every flow's work function at hand.
+#[derive(Clone)]
+pub struct Replay<'a> {
+    network: &'a Network,
     requests: Vec<Vec<Request>>,
+    works: Vec<&'a dyn WorkFunction>,
+}
+
+impl std::fmt::Debug for Replay<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("tenants", &self.requests.len())
+            .field("flows", &self.works.len())
+            .finish()
+    }
 }
 
 /// What runs in one replay.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
-    /// scenario tenant indices that run, in scenario order
+    /// network tenant indices that run, ascending
     pub tenants: Vec<usize>,
-    /// explicit priority per scenario tenant (0 highest); `None`: the scenario's own or the
+    /// explicit priority per network tenant (0 highest); `None`: the network's own or the
     /// dense rank of the SLO among the running tenants
     pub priorities: Vec<Option<u32>>,
-    /// server per scenario tenant; `None`: the scenario's own
-    pub servers: Vec<Option<String>>,
-    /// token buckets per scenario flow index (a request passes when all allow it)
-    pub shapers: HashMap<usize, Vec<StageShaping>>,
+    /// server host per network tenant; `None`: the network's own
+    pub servers: Vec<Option<usize>>,
+    /// token buckets per network flow index (a request passes when all allow it)
+    pub shapers: HashMap<usize, Vec<Bucket>>,
     /// what the shapers do with excess requests
     pub excess: Excess,
 }
 
 impl Plan {
-    /// The first `n` tenants of the scenario, unshaped, priorities by SLO among them.
-    pub fn first(scenario: &Scenario, n: usize) -> Plan {
-        let count = scenario.network.tenants.len();
+    /// The first `n` tenants of the network, unshaped, priorities by SLO among them.
+    pub fn first(network: &Network, n: usize) -> Plan {
+        let count = network.tenants.len();
         Plan {
             tenants: (0..n.min(count)).collect(),
             priorities: vec![None; count],
@@ -95,16 +100,17 @@ impl Plan {
         }
     }
 
-    /// Every tenant of the scenario, as the scenario says.
-    pub fn all(scenario: &Scenario) -> Plan {
-        Plan::first(scenario, scenario.network.tenants.len())
+    /// Every tenant of the network, as the network says.
+    pub fn all(network: &Network) -> Plan {
+        Plan::first(network, network.tenants.len())
     }
 
     /// The admitted tenants of `decisions` with their priorities, servers and rate limits.
-    /// Every scenario tenant must be decided, every decided tenant and limited flow must exist.
-    pub fn from_decisions(scenario: &Scenario, decisions: &Decisions) -> Result<Plan, ReplayError> {
+    /// Every network tenant must be decided; every decided tenant, limited flow (at its own
+    /// stage) and server must exist.
+    pub fn from_decisions(network: &Network, decisions: &Decisions) -> Result<Plan, ReplayError> {
         decisions.validate()?;
-        let net = &scenario.network;
+        let net = network;
         let known = || {
             net.tenants
                 .iter()
@@ -118,7 +124,7 @@ impl Plan {
             .enumerate()
             .map(|(i, t)| (t.name.as_str(), i))
             .collect();
-        let mut plan = Plan::first(scenario, 0);
+        let mut plan = Plan::first(net, 0);
         plan.excess = decisions.excess;
         let mut decided = vec![false; net.tenants.len()];
         for d in &decisions.tenants {
@@ -134,7 +140,16 @@ impl Plan {
             }
             plan.tenants.push(ti);
             plan.priorities[ti] = d.priority;
-            plan.servers[ti] = d.server.clone();
+            if let Some(server) = &d.server {
+                let host = net
+                    .host_named(server)
+                    .map_err(|source| ReplayError::Server {
+                        tenant: d.name.clone(),
+                        server: server.clone(),
+                        source,
+                    })?;
+                plan.servers[ti] = Some(host);
+            }
             let spec = &net.tenants[ti];
             for l in &d.limits {
                 let fi = spec
@@ -152,10 +167,14 @@ impl Plan {
                             .collect::<Vec<_>>()
                             .join(", "),
                     })?;
-                plan.shapers.entry(fi).or_default().push(StageShaping {
-                    rate: l.rate,
-                    burst: l.burst,
-                });
+                if net.flows[fi].stage != l.stage {
+                    return Err(ReplayError::Stage {
+                        flow: l.flow.clone(),
+                        given: l.stage,
+                        actual: net.flows[fi].stage,
+                    });
+                }
+                plan.shapers.entry(fi).or_default().push(l.bucket);
             }
         }
         if let Some(ti) = decided.iter().position(|d| !d) {
@@ -166,40 +185,53 @@ impl Plan {
     }
 }
 
-impl<'s> Replay<'s> {
-    /// Reads (or generates) every tenant's requests: `part` of each trace.
-    pub fn load(scenario: &'s Scenario, part: ReplayPart) -> Result<Replay<'s>, ReplayError> {
-        let part = match part {
-            ReplayPart::SecondHalf => Part::FirstHalf,
-            ReplayPart::Whole => Part::Whole,
-        };
-        let requests = scenario
-            .tenants
-            .iter()
-            .zip(&scenario.network.tenants)
-            .map(|(source, spec)| match source.replay_part(part)? {
-                Some(t) => Ok(t.requests),
-                None => Err(ReplayError::NoRequests(spec.name.clone())),
+impl<'a> Replay<'a> {
+    /// `requests`: one list per tenant of `network` (sorted by arrival); `works`: one work
+    /// function per flow of `network`.
+    pub fn new(
+        network: &'a Network,
+        requests: Vec<Vec<Request>>,
+        works: Vec<&'a dyn WorkFunction>,
+    ) -> Result<Replay<'a>, ReplayError> {
+        let length = |what, got, expected, of, of_one| {
+            Err(ReplayError::Length {
+                what,
+                got,
+                expected,
+                of,
+                of_one,
             })
-            .collect::<Result<Vec<_>, ReplayError>>()?;
-        Ok(Replay { scenario, requests })
+        };
+        if requests.len() != network.tenants.len() {
+            return length(
+                "request lists",
+                requests.len(),
+                network.tenants.len(),
+                "tenants",
+                "tenant",
+            );
+        }
+        if works.len() != network.flows.len() {
+            return length(
+                "work functions",
+                works.len(),
+                network.flows.len(),
+                "flows",
+                "flow",
+            );
+        }
+        Ok(Replay {
+            network,
+            requests,
+            works,
+        })
     }
 
-    /// Requests given directly, one list per scenario tenant (sorted by arrival).
-    pub fn with_requests(scenario: &'s Scenario, requests: Vec<Vec<Request>>) -> Replay<'s> {
-        assert_eq!(
-            requests.len(),
-            scenario.network.tenants.len(),
-            "one request list per tenant"
-        );
-        Replay { scenario, requests }
+    pub fn network(&self) -> &'a Network {
+        self.network
     }
 
-    pub fn scenario(&self) -> &'s Scenario {
-        self.scenario
-    }
-
-    /// The requests of scenario tenant `i`.
+    /// The requests of network tenant `i`.
     pub fn requests(&self, i: usize) -> &[Request] {
         &self.requests[i]
     }
@@ -208,33 +240,28 @@ impl<'s> Replay<'s> {
     pub fn run(
         &self,
         plan: &Plan,
-        service: Service,
+        transmission: Transmission,
         window_s: f64,
     ) -> Result<SimResult, ReplayError> {
-        let net = self.network(plan)?;
-        let mut workloads = Vec::with_capacity(plan.tenants.len());
-        let mut shapers = Vec::with_capacity(net.flows.len());
-        for &ti in &plan.tenants {
-            let spec = &self.scenario.network.tenants[ti];
-            let mut flows = Vec::with_capacity(spec.flows.len());
-            for &fi in &spec.flows {
-                let source: &FlowSource = self.scenario.flows[fi].as_ref().ok_or_else(|| {
-                    ReplayError::NoWork(self.scenario.network.flows[fi].name.clone())
-                })?;
-                flows.push(if source.stage == Stage::Storage {
-                    FlowWork::device(source.work())
-                } else {
-                    FlowWork::link(source.work())
-                });
-                shapers.push(plan.shapers.get(&fi).cloned().unwrap_or_default());
-            }
-            workloads.push(TenantWorkload {
+        let (net, origin) = self.plan_network(plan)?;
+        let workloads: Vec<TenantWorkload<'_>> = plan
+            .tenants
+            .iter()
+            .map(|&ti| TenantWorkload {
                 requests: &self.requests[ti],
-                flows,
-            });
-        }
+                works: self.network.tenants[ti]
+                    .flows
+                    .iter()
+                    .map(|&f| self.works[f])
+                    .collect(),
+            })
+            .collect();
+        let shapers = origin
+            .iter()
+            .map(|f| plan.shapers.get(f).cloned().unwrap_or_default())
+            .collect();
         let cfg = SimConfig {
-            service,
+            transmission,
             priorities: None,
             shapers,
             window_s,
@@ -244,93 +271,29 @@ impl<'s> Replay<'s> {
         Ok(simulate(&net, &workloads, &cfg)?)
     }
 
-    /// The network of the running tenants: all queues, their flows (in tenant order, moved
-    /// to their decided server), explicit priorities from the plan.
-    fn network(&self, plan: &Plan) -> Result<Network, ReplayError> {
-        let src = &self.scenario.network;
-        let queue_index: HashMap<&str, usize> = src
-            .queues
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.name.as_str(), i))
-            .collect();
-        let mut net = Network {
-            queues: src.queues.clone(),
-            flows: Vec::new(),
-            tenants: Vec::with_capacity(plan.tenants.len()),
-        };
-        for &ti in &plan.tenants {
-            let spec = &src.tenants[ti];
-            let moved = match &plan.servers[ti] {
-                None => None,
-                Some(server) => {
-                    let hosts = self.scenario.hosts[ti]
-                        .as_ref()
-                        .ok_or_else(|| ReplayError::NoHosts(spec.name.clone()))?;
-                    (hosts.server != *server).then_some((hosts.server.as_str(), server.as_str()))
-                }
-            };
-            let mut flows = Vec::with_capacity(spec.flows.len());
-            for &fi in &spec.flows {
-                let mut flow = src.flows[fi].clone();
-                flow.tenant = net.tenants.len();
-                if let Some((old, new)) = moved {
-                    for q in &mut flow.path {
-                        let name = &src.queues[*q].name;
-                        if let Some(suffix) = name.strip_prefix(old).filter(|s| s.starts_with('-'))
-                        {
-                            let target = format!("{new}{suffix}");
-                            *q = *queue_index.get(target.as_str()).ok_or_else(|| {
-                                ReplayError::UnknownServer {
-                                    tenant: spec.name.clone(),
-                                    server: new.to_string(),
-                                    queue: target.clone(),
-                                }
-                            })?;
-                        }
-                    }
-                }
-                flows.push(net.flows.len());
-                net.flows.push(flow);
+    /// The network of the running tenants (moved to their decided servers, with explicit
+    /// priorities from the plan), and the original index of each of its flows.
+    fn plan_network(&self, plan: &Plan) -> Result<(Network, Vec<usize>), ReplayError> {
+        let (mut net, origin) = self.network.subset(&plan.tenants);
+        for (i, &ti) in plan.tenants.iter().enumerate() {
+            if let Some(server) = plan.servers[ti] {
+                net.move_tenant(i, server)
+                    .map_err(|source| ReplayError::Server {
+                        tenant: net.tenants[i].name.clone(),
+                        server: self
+                            .network
+                            .hosts
+                            .get(server)
+                            .map_or_else(|| format!("#{server}"), |h| h.name.clone()),
+                        source,
+                    })?;
             }
-            let mut tenant = spec.clone();
-            tenant.flows = flows;
             if let Some(p) = plan.priorities[ti] {
-                tenant.priority = Some(p);
+                net.tenants[i].priority = Some(p);
             }
-            net.tenants.push(tenant);
         }
-        Ok(net)
+        Ok((net, origin))
     }
-}
-
-/// What the simulator's packets can add to a fluid bound on each `scenario` tenant's latency
-/// [s, by tenant] under [`Service::Chunked`] with `mtu_bytes`. The calculus serves fluid work; the
-/// simulator serves link work in `mtu_bytes` chunks, store-and-forward and non-preemptive
-/// between chunks, so each link queue on the tenant's path can cost one chunk of
-/// store-and-forward plus one chunk of a lower level ahead of it: 2·mtu/R per link queue
-/// crossed (the packetizer term of network calculus; 24 µs at 1 Gbit/s). Plus 1 µs for the
-/// engine's ns rounding. Storage flows are served whole in both and add nothing, and so do
-/// flows without a source (the simulator cannot replay them).
-pub fn packetization_allowance_s(scenario: &Scenario, mtu_bytes: u64) -> Vec<f64> {
-    let net = &scenario.network;
-    let link = |f: usize| {
-        scenario.flows[f]
-            .as_ref()
-            .is_some_and(|s| s.stage != Stage::Storage)
-    };
-    net.tenants
-        .iter()
-        .map(|t| {
-            1e-6 + t
-                .flows
-                .iter()
-                .filter(|&&f| link(f))
-                .flat_map(|&f| &net.flows[f].path)
-                .map(|&q| 2.0 * mtu_bytes as f64 / net.queues[q].rate)
-                .sum::<f64>()
-        })
-        .collect()
 }
 
 /// What [`opt`] found.
@@ -349,14 +312,14 @@ pub struct Opt {
 /// (assumes that adding tenants never helps). `progress` is called after every probe.
 pub fn opt(
     replay: &Replay<'_>,
-    service: Service,
+    transmission: Transmission,
     window_s: f64,
     mut progress: impl FnMut(usize, bool),
 ) -> Result<Opt, ReplayError> {
-    let total = replay.scenario.network.tenants.len();
+    let total = replay.network.tenants.len();
     let mut probes = Vec::new();
     let mut probe = |n: usize| -> Result<bool, ReplayError> {
-        let r = replay.run(&Plan::first(replay.scenario, n), service, window_s)?;
+        let r = replay.run(&Plan::first(replay.network, n), transmission, window_s)?;
         let ok = r.tenants.iter().all(|t: &TenantResult| t.meets_slo);
         probes.push((n, ok));
         progress(n, ok);
@@ -391,15 +354,15 @@ pub fn opt(
 /// `progress` is called after every trial with (tenant, admitted).
 pub fn opt_greedy(
     replay: &Replay<'_>,
-    service: Service,
+    transmission: Transmission,
     window_s: f64,
     mut progress: impl FnMut(usize, bool),
 ) -> Result<Vec<usize>, ReplayError> {
-    let total = replay.scenario.network.tenants.len();
-    let mut plan = Plan::first(replay.scenario, 0);
+    let total = replay.network.tenants.len();
+    let mut plan = Plan::first(replay.network, 0);
     for t in 0..total {
         plan.tenants.push(t);
-        let r = replay.run(&plan, service, window_s)?;
+        let r = replay.run(&plan, transmission, window_s)?;
         let ok = r.tenants.iter().all(|t: &TenantResult| t.meets_slo);
         if !ok {
             plan.tenants.pop();

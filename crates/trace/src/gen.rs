@@ -101,6 +101,8 @@ pub enum Vocabulary {
     KeyValue,
 }
 
+tailbound_model::names!(Vocabulary, "vocabulary", { Disk => "disk", KeyValue => "key_value" });
+
 /// A synthetic tenant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenSpec {

@@ -12,20 +12,24 @@
 //!   [`TraceReader`]; errors are [`TraceError`] (file, line, [`TraceErrorKind`]).
 //! * Writing ([`write`](mod@write)): [`write_trace`] in either [`Format`].
 //! * Statistics ([`stats`]): [`trace_stats`] → [`TraceStats`], [`rate_series`].
-//! * Splitting ([`split`](mod@split)): [`split()`], [`split_keep_times`], and [`rotate`] (with
-//!   [`rotation_period`]) to reuse a trace or a part of it at a time offset.
+//! * Splitting ([`split`](mod@split)): [`split()`], [`split_keep_times`], the [`Part`] a step
+//!   uses (whole, first or second half), and [`rotate`] (with [`rotation_period`]) to reuse a
+//!   trace or a part of it at a time offset.
+//! * Folders ([`dir`]): [`list_traces`], the one rule for which files are traces.
 //! * Synthesis ([`gen`]): [`generate`] from a [`GenSpec`] ([`ArrivalModel`], [`SizeDist`],
 //!   [`Vocabulary`]).
 
+pub mod dir;
 pub mod gen;
 pub mod read;
 pub mod split;
 pub mod stats;
 pub mod write;
 
+pub use dir::{list_traces, TraceDirError};
 pub use gen::{generate, ArrivalModel, GenError, GenSpec, SizeDist, Vocabulary};
 pub use read::{open_trace, parse_trace, read_trace, TraceError, TraceErrorKind, TraceReader};
-pub use split::{rotate, rotation_period, split, split_keep_times, SplitError};
+pub use split::{rotate, rotation_period, split, split_keep_times, Part, SplitError};
 pub use stats::{
     rate_series, trace_stats, RatePoint, SizeStats, StatsError, TraceStats, WindowPeak,
 };

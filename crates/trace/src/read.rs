@@ -74,7 +74,7 @@ pub enum TraceErrorKind {
     Io(std::io::Error),
     #[error("unrecognized header {line:?}; expected either no header (lines `arrival_ns,0xSIZE,op`) or exactly `time_s,size_bytes,op`")]
     Header { line: String },
-    #[error("found {found} comma-separated fields in {line:?}; expected 3: `{format}`")]
+    #[error("found {found} comma-separated fields in {line:?}; expected 3: `{}`", format.layout())]
     FieldCount {
         found: usize,
         line: String,

@@ -34,6 +34,50 @@ pub enum SplitError {
     },
 }
 
+/// Which requests of a trace a step uses: the whole trace or one half by time. Both papers
+/// characterize a tenant on its first half and replay the second ([`Part::held_out`]).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Part {
+    /// every request
+    Whole,
+    /// the first half of the time span
+    #[default]
+    FirstHalf,
+    /// the second half of the time span, rebased to start near 0 (see [`split`])
+    SecondHalf,
+}
+
+tailbound_model::names!(Part, "part", {
+    Whole => "whole",
+    FirstHalf => "first-half",
+    SecondHalf => "second-half",
+});
+
+impl Part {
+    /// The part a replay checks when this part characterized the tenant: the other half, or
+    /// the whole trace again (optimistic, but what SNC-Meister's own tools do with the file
+    /// they are given).
+    pub fn held_out(self) -> Part {
+        match self {
+            Part::Whole => Part::Whole,
+            Part::FirstHalf => Part::SecondHalf,
+            Part::SecondHalf => Part::FirstHalf,
+        }
+    }
+
+    /// This part of `trace`.
+    pub fn of(self, trace: &Trace) -> Result<Trace, SplitError> {
+        match self {
+            Part::Whole => Ok(trace.clone()),
+            Part::FirstHalf => Ok(split(trace, 0.5)?.0),
+            Part::SecondHalf => Ok(split(trace, 0.5)?.1),
+        }
+    }
+}
+
 /// Splits at fraction `at` of the time span; the second part's times are rebased to start at
 /// the split instant (see the module docs). Names are `"{name} [0, {at})"` and
 /// `"{name} [{at}, 1]"`.

@@ -4,7 +4,6 @@
 //! The writer does not validate: it writes the requests it is given. Zero sizes or unsorted
 //! times would be rejected when the file is read back.
 
-use std::fmt;
 use std::io::{self, BufWriter, Write};
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +19,8 @@ pub enum Format {
     Csv,
 }
 
+tailbound_model::names!(Format, "trace format", { Native => "native", Csv => "csv" });
+
 impl Format {
     /// The line layout, for messages: `arrival_ns,0xSIZE,op` or `time_s,size_bytes,op`.
     pub fn layout(self) -> &'static str {
@@ -27,12 +28,6 @@ impl Format {
             Format::Native => "arrival_ns,0xSIZE,op",
             Format::Csv => "time_s,size_bytes,op",
         }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.layout())
     }
 }
 

@@ -4,24 +4,24 @@
 //! work per second. Definitions follow Le Boudec & Thiran, *Network Calculus* (2001), ch. 1 and
 //! 3; `shared/DESIGN.md` §Calculus lists the closed forms this module reduces to.
 //!
-//! * [`Arrival`] α: concave, non-decreasing, piecewise linear on t ≥ 0, α(0) = its burst (the
+//! * [`Envelope`] α: concave, non-decreasing, piecewise linear on t ≥ 0, α(0) = its burst (the
 //!   right limit; the usual α(0) = 0 convention changes no bound below). A token bucket (r, b)
 //!   is α(t) = b + r·t. Its dual is the r-b function b(r) = sup_t [α(t) − r·t]
-//!   ([`Arrival::burst_at_rate`]), and α(t) = min_r [b(r) + r·t].
-//! * [`Service`] β: convex, non-decreasing, piecewise linear, 0 on [0, T] (T its latency), then
+//!   ([`Envelope::burst_at_rate`]), and α(t) = min_r [b(r) + r·t].
+//! * [`ServiceCurve`] β: convex, non-decreasing, piecewise linear, 0 on [0, T] (T its latency), then
 //!   pieces of strictly increasing positive rates, the last one unbounded. A rate-latency curve
 //!   R·(t − T)⁺ is the special case with one piece. A constant-rate queue has the *strict*
 //!   service curve R·t.
 //!
 //! Operators (α, α_i arrivals; β, β_i services):
-//! * aggregate α_1 + α_2 ([`Arrival::plus`]): pointwise sum, exact (breakpoints merged);
-//! * convolution β_1 ⊗ β_2 ([`Service::convolve`]): for convex curves, the pieces of both sorted
+//! * aggregate α_1 + α_2 ([`Envelope::plus`]): pointwise sum, exact (breakpoints merged);
+//! * convolution β_1 ⊗ β_2 ([`ServiceCurve::convolve`]): for convex curves, the pieces of both sorted
 //!   by rate (latencies add, the result's last rate is the smaller last rate); exact;
 //! * output bound α ⊘ β ([`output`]): sup_{u ≥ 0} [α(t + u) − β(u)], computed exactly in the
 //!   r-b domain: (α ⊘ β)(t) = min_r [b(r) + β*(r) + r·t] with β*(r) = sup_u [r·u − β(u)] the
 //!   convex conjugate (minimax over a compact rate interval, so equality holds). For a token
 //!   bucket through a rate-latency curve this is b + r·T + r·t;
-//! * static-priority leftover ([`Service::leftover`]): β_L(t) = [β(t) − α_H(t)]⁺, valid when β
+//! * static-priority leftover ([`ServiceCurve::leftover`]): β_L(t) = [β(t) − α_H(t)]⁺, valid when β
 //!   is a strict service curve (a constant-rate queue is); for convex β and concave α_H this is
 //!   already convex and non-decreasing. For rate-latency (R, T) and token buckets (r_i, b_i):
 //!   R' = R − Σr_i, T' = T + (Σb_i + Σr_i·T)/R';
@@ -35,7 +35,7 @@
 //! with long-term rate *equal* to the service rate is finite and returned.
 
 use serde::{Deserialize, Serialize};
-use tailbound_model::{ArrivalCurve, CurveError};
+use tailbound_model::{ArrivalCurve, Bucket, CurveError};
 
 /// Errors of the DNC algebra.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -54,26 +54,15 @@ pub enum DncError {
     Invalid(String),
 }
 
-/// A token bucket: at most `burst + rate·t` work in any window of length t.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TokenBucket {
-    /// sustained rate [work/s]
-    pub rate: f64,
-    /// bucket size [work]
-    pub burst: f64,
-}
-
-impl TokenBucket {
-    fn check(&self) -> Result<(), DncError> {
-        if self.rate.is_finite() && self.rate >= 0.0 && self.burst.is_finite() && self.burst >= 0.0
-        {
-            Ok(())
-        } else {
-            Err(DncError::Invalid(format!(
-                "token bucket rate {} burst {} must be finite and >= 0",
-                self.rate, self.burst
-            )))
-        }
+/// A token bucket's parameters must be finite and non-negative to be a curve.
+fn check_bucket(b: &Bucket) -> Result<(), DncError> {
+    if b.is_valid() {
+        Ok(())
+    } else {
+        Err(DncError::Invalid(format!(
+            "token bucket rate {} burst {} must be finite and >= 0",
+            b.rate, b.burst
+        )))
     }
 }
 
@@ -86,7 +75,7 @@ pub struct RateLatency {
     pub latency_s: f64,
 }
 
-/// One finite piece of a [`Service`] curve after its latency.
+/// One finite piece of a [`ServiceCurve`] curve after its latency.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ServicePiece {
     /// slope [work/s]
@@ -108,7 +97,7 @@ fn interval_start(start: f64, breaks: &[f64], i: usize) -> f64 {
 ///
 /// Fields are private: every curve is concave by construction (rates non-increasing).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Arrival {
+pub struct Envelope {
     /// α(0) [work]
     burst: f64,
     /// breakpoints t_1 < … < t_m, all > 0 [s]
@@ -119,12 +108,12 @@ pub struct Arrival {
     values: Vec<f64>,
 }
 
-impl Arrival {
+impl Envelope {
     /// Builds a curve from its burst, breakpoints and rates, dropping empty intervals and
     /// merging equal rates. The caller guarantees finiteness and `rates.len() == breaks.len() + 1`.
     /// Rates are made non-increasing by raising earlier rates (the curve only grows: still an
     /// upper bound), which repairs float noise.
-    fn build(burst: f64, breaks: &[f64], rates: &[f64]) -> Arrival {
+    fn build(burst: f64, breaks: &[f64], rates: &[f64]) -> Envelope {
         let mut fixed: Vec<f64> = rates.iter().map(|r| r.max(0.0)).collect();
         for i in (0..fixed.len().saturating_sub(1)).rev() {
             if fixed[i] < fixed[i + 1] {
@@ -138,7 +127,7 @@ impl Arrival {
             let t0 = interval_start(0.0, &out_breaks, i);
             values.push(values[i] + out_rates[i] * (out_breaks[i] - t0));
         }
-        Arrival {
+        Envelope {
             burst,
             breaks: out_breaks,
             rates: out_rates,
@@ -147,23 +136,23 @@ impl Arrival {
     }
 
     /// The token bucket b + r·t.
-    pub fn token_bucket(bucket: TokenBucket) -> Result<Arrival, DncError> {
-        bucket.check()?;
-        Ok(Arrival::build(bucket.burst, &[], &[bucket.rate]))
+    pub fn token_bucket(bucket: Bucket) -> Result<Envelope, DncError> {
+        check_bucket(&bucket)?;
+        Ok(Envelope::build(bucket.burst, &[], &[bucket.rate]))
     }
 
     /// No traffic: α = 0.
-    pub fn zero() -> Arrival {
-        Arrival::build(0.0, &[], &[0.0])
+    pub fn zero() -> Envelope {
+        Envelope::build(0.0, &[], &[0.0])
     }
 
     /// The minimum of token buckets, min_i (b_i + r_i·t), for t ≥ 0 (the lower envelope of
     /// their lines). At least one bucket.
-    pub fn from_buckets(buckets: &[TokenBucket]) -> Result<Arrival, DncError> {
+    pub fn from_buckets(buckets: &[Bucket]) -> Result<Envelope, DncError> {
         for b in buckets {
-            b.check()?;
+            check_bucket(b)?;
         }
-        let mut lines: Vec<TokenBucket> = buckets.to_vec();
+        let mut lines: Vec<Bucket> = buckets.to_vec();
         // rate descending, burst ascending
         lines.sort_by(|x, y| y.rate.total_cmp(&x.rate).then(x.burst.total_cmp(&y.burst)));
         // the line lowest at t = 0 (ties: the smallest rate) starts the envelope; lines of
@@ -178,7 +167,7 @@ impl Arrival {
             ));
         };
         let start = start.0;
-        let mut stack: Vec<TokenBucket> = Vec::new();
+        let mut stack: Vec<Bucket> = Vec::new();
         let mut xs: Vec<f64> = Vec::new(); // xs[i] = where stack[i+1] takes over from stack[i]
         for &line in &lines[start..] {
             if let Some(top) = stack.last() {
@@ -200,7 +189,7 @@ impl Arrival {
             stack.push(line);
         }
         let rates: Vec<f64> = stack.iter().map(|l| l.rate).collect();
-        Ok(Arrival::build(stack[0].burst, &xs, &rates))
+        Ok(Envelope::build(stack[0].burst, &xs, &rates))
     }
 
     /// α(0) [work].
@@ -214,7 +203,7 @@ impl Arrival {
     }
 
     /// Vertices `[t [s], work]` from t = 0; beyond the last one the slope is
-    /// [`Arrival::long_term_rate`].
+    /// [`Envelope::long_term_rate`].
     pub fn vertices(&self) -> Vec<[f64; 2]> {
         std::iter::once(0.0)
             .chain(self.breaks.iter().copied())
@@ -224,11 +213,11 @@ impl Arrival {
     }
 
     /// One token bucket per linear piece; their minimum is this curve.
-    pub fn buckets(&self) -> Vec<TokenBucket> {
+    pub fn buckets(&self) -> Vec<Bucket> {
         (0..self.rates.len())
             .map(|i| {
                 let t = interval_start(0.0, &self.breaks, i);
-                TokenBucket {
+                Bucket {
                     rate: self.rates[i],
                     burst: (self.values[i] - self.rates[i] * t).max(0.0),
                 }
@@ -275,7 +264,7 @@ impl Arrival {
     }
 
     /// The aggregate α + other (exact).
-    pub fn plus(&self, other: &Arrival) -> Arrival {
+    pub fn plus(&self, other: &Envelope) -> Envelope {
         let mut breaks: Vec<f64> = self.breaks.iter().chain(&other.breaks).copied().collect();
         breaks.sort_by(f64::total_cmp);
         breaks.dedup();
@@ -284,14 +273,14 @@ impl Arrival {
             let t = interval_start(0.0, &breaks, i);
             rates.push(self.rates[self.interval(t)] + other.rates[other.interval(t)]);
         }
-        Arrival::build(self.burst + other.burst, &breaks, &rates)
+        Envelope::build(self.burst + other.burst, &breaks, &rates)
     }
 
-    /// The aggregate of several curves; [`Arrival::zero`] when there are none.
-    pub fn sum<'a>(curves: impl IntoIterator<Item = &'a Arrival>) -> Arrival {
+    /// The aggregate of several curves; [`Envelope::zero`] when there are none.
+    pub fn sum<'a>(curves: impl IntoIterator<Item = &'a Envelope>) -> Envelope {
         curves
             .into_iter()
-            .fold(Arrival::zero(), |acc, a| acc.plus(a))
+            .fold(Envelope::zero(), |acc, a| acc.plus(a))
     }
 
     /// Whether the curve is identically 0.
@@ -324,10 +313,10 @@ impl Arrival {
     }
 }
 
-impl From<&ArrivalCurve> for Arrival {
+impl From<&ArrivalCurve> for Envelope {
     /// Exact conversion; slopes violating concavity by float noise (within the model's
     /// tolerance) are raised to the next slope, so the curve stays an upper bound.
-    fn from(a: &ArrivalCurve) -> Arrival {
+    fn from(a: &ArrivalCurve) -> Envelope {
         let v = a.vertices();
         let breaks: Vec<f64> = v[1..].iter().map(|p| p[0]).collect();
         let mut rates: Vec<f64> = v
@@ -335,7 +324,7 @@ impl From<&ArrivalCurve> for Arrival {
             .map(|w| (w[1][1] - w[0][1]) / (w[1][0] - w[0][0]))
             .collect();
         rates.push(a.tail_rate());
-        Arrival::build(v[0][1], &breaks, &rates)
+        Envelope::build(v[0][1], &breaks, &rates)
     }
 }
 
@@ -344,7 +333,7 @@ impl From<&ArrivalCurve> for Arrival {
 ///
 /// Fields are private: every curve is convex by construction (rates increasing, positive).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Service {
+pub struct ServiceCurve {
     /// latency T [s]
     latency_s: f64,
     /// breakpoints after the latency, T < u_1 < … < u_m [s]
@@ -356,11 +345,11 @@ pub struct Service {
     values: Vec<f64>,
 }
 
-impl Service {
+impl ServiceCurve {
     /// Builds from latency, breakpoints and rates (`rates.len() == breaks.len() + 1`, rates > 0),
     /// dropping empty intervals and merging equal rates; rates are made non-decreasing by
     /// lowering earlier ones (the curve only shrinks: still a lower bound).
-    fn build(latency_s: f64, breaks: &[f64], rates: &[f64]) -> Service {
+    fn build(latency_s: f64, breaks: &[f64], rates: &[f64]) -> ServiceCurve {
         let mut fixed = rates.to_vec();
         for i in (0..fixed.len().saturating_sub(1)).rev() {
             if fixed[i] > fixed[i + 1] {
@@ -374,7 +363,7 @@ impl Service {
             let u0 = interval_start(latency_s, &out_breaks, i);
             values.push(values[i] + out_rates[i] * (out_breaks[i] - u0));
         }
-        Service {
+        ServiceCurve {
             latency_s,
             breaks: out_breaks,
             rates: out_rates,
@@ -383,18 +372,18 @@ impl Service {
     }
 
     /// The rate-latency curve R·(t − T)⁺; R finite > 0, T finite ≥ 0.
-    pub fn rate_latency(rate: f64, latency_s: f64) -> Result<Service, DncError> {
+    pub fn rate_latency(rate: f64, latency_s: f64) -> Result<ServiceCurve, DncError> {
         if !(rate.is_finite() && rate > 0.0 && latency_s.is_finite() && latency_s >= 0.0) {
             return Err(DncError::Invalid(format!(
                 "rate-latency curve needs a finite rate > 0 and latency >= 0, not rate {rate} latency {latency_s} s"
             )));
         }
-        Ok(Service::build(latency_s, &[], &[rate]))
+        Ok(ServiceCurve::build(latency_s, &[], &[rate]))
     }
 
     /// A constant-rate server R·t (a strict service curve).
-    pub fn constant_rate(rate: f64) -> Result<Service, DncError> {
-        Service::rate_latency(rate, 0.0)
+    pub fn constant_rate(rate: f64) -> Result<ServiceCurve, DncError> {
+        ServiceCurve::rate_latency(rate, 0.0)
     }
 
     /// A general convex curve: 0 up to `latency_s`, then `pieces` (rates strictly increasing),
@@ -403,7 +392,7 @@ impl Service {
         latency_s: f64,
         pieces: &[ServicePiece],
         tail_rate: f64,
-    ) -> Result<Service, DncError> {
+    ) -> Result<ServiceCurve, DncError> {
         let bad = |m: String| Err(DncError::Invalid(m));
         if !(latency_s.is_finite() && latency_s >= 0.0) {
             return bad(format!("latency {latency_s} s must be finite and >= 0"));
@@ -436,7 +425,7 @@ impl Service {
             ));
         }
         rates.push(tail_rate);
-        Ok(Service::build(latency_s, &breaks, &rates))
+        Ok(ServiceCurve::build(latency_s, &breaks, &rates))
     }
 
     /// Latency T [s].
@@ -458,7 +447,7 @@ impl Service {
     }
 
     /// Vertices `[t [s], work]`: `[0, 0]`, `[T, 0]` (when T > 0), then the breakpoints; beyond
-    /// the last the slope is [`Service::rate`].
+    /// the last the slope is [`ServiceCurve::rate`].
     pub fn vertices(&self) -> Vec<[f64; 2]> {
         let mut v = vec![[0.0, 0.0]];
         if self.latency_s > 0.0 {
@@ -473,7 +462,7 @@ impl Service {
         v
     }
 
-    /// The finite pieces after the latency (the last, unbounded rate is [`Service::rate`]).
+    /// The finite pieces after the latency (the last, unbounded rate is [`ServiceCurve::rate`]).
     pub fn pieces(&self) -> Vec<ServicePiece> {
         (0..self.breaks.len())
             .map(|i| ServicePiece {
@@ -530,7 +519,7 @@ impl Service {
 
     /// The min-plus convolution β ⊗ other (exact for convex curves): latencies add, the
     /// pieces of both are sorted by rate, and the result's ultimate rate is the smaller one.
-    pub fn convolve(&self, other: &Service) -> Service {
+    pub fn convolve(&self, other: &ServiceCurve) -> ServiceCurve {
         let tail = self.rate().min(other.rate());
         let mut pieces: Vec<ServicePiece> = self
             .pieces()
@@ -549,13 +538,13 @@ impl Service {
             rates.push(p.rate);
         }
         rates.push(tail);
-        Service::build(latency_s, &breaks, &rates)
+        ServiceCurve::build(latency_s, &breaks, &rates)
     }
 
     /// The convolution of a non-empty sequence of curves.
     pub fn convolve_all<'a>(
-        services: impl IntoIterator<Item = &'a Service>,
-    ) -> Result<Service, DncError> {
+        services: impl IntoIterator<Item = &'a ServiceCurve>,
+    ) -> Result<ServiceCurve, DncError> {
         let mut it = services.into_iter();
         let Some(first) = it.next() else {
             return Err(DncError::Invalid("convolution of no service curves".into()));
@@ -567,7 +556,7 @@ impl Service {
     /// precedence: [β(t) − α(t)]⁺, exact. `self` must be a strict service curve (a constant-rate
     /// queue is). [`DncError::Unstable`] when the cross traffic's long-term rate reaches β's
     /// ultimate rate (nothing would be left).
-    pub fn leftover(&self, cross: &Arrival) -> Result<Service, DncError> {
+    pub fn leftover(&self, cross: &Envelope) -> Result<ServiceCurve, DncError> {
         let load = cross.long_term_rate();
         if load >= self.rate() {
             return Err(DncError::Unstable {
@@ -599,13 +588,13 @@ impl Service {
         let rates: Vec<f64> = std::iter::once(s)
             .chain(breaks.iter().map(|&x| slope(x)))
             .collect();
-        Ok(Service::build(t0, &breaks, &rates))
+        Ok(ServiceCurve::build(t0, &breaks, &rates))
     }
 }
 
 /// The output arrival curve α ⊘ β of traffic α leaving a server offering β (exact, see the
 /// module docs). [`DncError::Unstable`] when α's long-term rate exceeds β's ultimate rate.
-pub fn output(arrival: &Arrival, service: &Service) -> Result<Arrival, DncError> {
+pub fn output(arrival: &Envelope, service: &ServiceCurve) -> Result<Envelope, DncError> {
     let (lo, hi) = (arrival.long_term_rate(), service.rate());
     if lo > hi {
         return Err(DncError::Unstable {
@@ -627,19 +616,19 @@ pub fn output(arrival: &Arrival, service: &Service) -> Result<Arrival, DncError>
             continue;
         }
         if let Some(b) = arrival.burst_at_rate(r) {
-            lines.push(TokenBucket {
+            lines.push(Bucket {
                 rate: r,
                 burst: (b + service.conjugate(r)).max(0.0),
             });
         }
     }
-    Arrival::from_buckets(&lines)
+    Envelope::from_buckets(&lines)
 }
 
 /// The delay bound h(α, β) [s]: the horizontal deviation, the worst delay of a bit of traffic
 /// constrained by α through a server offering β (FIFO for that traffic).
 /// [`DncError::Unstable`] when α's long-term rate exceeds β's ultimate rate.
-pub fn delay_bound(arrival: &Arrival, service: &Service) -> Result<f64, DncError> {
+pub fn delay_bound(arrival: &Envelope, service: &ServiceCurve) -> Result<f64, DncError> {
     let (load, capacity) = (arrival.long_term_rate(), service.rate());
     if load > capacity {
         return Err(DncError::Unstable { load, capacity });
@@ -664,7 +653,7 @@ pub fn delay_bound(arrival: &Arrival, service: &Service) -> Result<f64, DncError
 
 /// The backlog bound v(α, β) = sup_t [α(t) − β(t)] [work].
 /// [`DncError::Unstable`] when α's long-term rate exceeds β's ultimate rate.
-pub fn backlog_bound(arrival: &Arrival, service: &Service) -> Result<f64, DncError> {
+pub fn backlog_bound(arrival: &Envelope, service: &ServiceCurve) -> Result<f64, DncError> {
     let (load, capacity) = (arrival.long_term_rate(), service.rate());
     if load > capacity {
         return Err(DncError::Unstable { load, capacity });
@@ -682,8 +671,8 @@ pub fn backlog_bound(arrival: &Arrival, service: &Service) -> Result<f64, DncErr
 /// horizontal deviation between α and the line b + r·t, (b_α(r) − b)⁺ / r (DESIGN.md
 /// §Calculus: add it to the network bound when the tenant is rate limited).
 /// [`DncError::Unstable`] when r is below α's long-term rate (or r = 0 and α exceeds b).
-pub fn shaper_delay(arrival: &Arrival, bucket: TokenBucket) -> Result<f64, DncError> {
-    bucket.check()?;
+pub fn shaper_delay(arrival: &Envelope, bucket: Bucket) -> Result<f64, DncError> {
+    check_bucket(&bucket)?;
     let unstable = || DncError::Unstable {
         load: arrival.long_term_rate(),
         capacity: bucket.rate,
@@ -730,12 +719,12 @@ fn merge_breaks(breaks: &[f64], rates: &[f64], from_t: f64) -> (Vec<f64>, Vec<f6
 mod tests {
     use super::*;
 
-    fn tb(rate: f64, burst: f64) -> Arrival {
-        Arrival::token_bucket(TokenBucket { rate, burst }).unwrap()
+    fn tb(rate: f64, burst: f64) -> Envelope {
+        Envelope::token_bucket(Bucket { rate, burst }).unwrap()
     }
 
-    fn rl(rate: f64, latency_s: f64) -> Service {
-        Service::rate_latency(rate, latency_s).unwrap()
+    fn rl(rate: f64, latency_s: f64) -> ServiceCurve {
+        ServiceCurve::rate_latency(rate, latency_s).unwrap()
     }
 
     fn close(a: f64, b: f64) -> bool {
@@ -755,20 +744,20 @@ mod tests {
 
     #[test]
     fn envelope_of_buckets() {
-        let a = Arrival::from_buckets(&[
-            TokenBucket {
+        let a = Envelope::from_buckets(&[
+            Bucket {
                 rate: 1.0,
                 burst: 10.0,
             },
-            TokenBucket {
+            Bucket {
                 rate: 5.0,
                 burst: 2.0,
             },
-            TokenBucket {
+            Bucket {
                 rate: 6.0,
                 burst: 3.0,
             }, // dominated
-            TokenBucket {
+            Bucket {
                 rate: 3.0,
                 burst: 20.0,
             }, // dominated
@@ -779,24 +768,24 @@ mod tests {
         assert_eq!(a.burst_at_rate(1.0), Some(10.0));
         assert_eq!(a.burst_at_rate(3.0), Some(6.0));
         assert_eq!(a.burst_at_rate(0.5), None);
-        assert!(Arrival::from_buckets(&[]).is_err());
+        assert!(Envelope::from_buckets(&[]).is_err());
     }
 
     #[test]
     fn leftover_of_concave_cross_traffic() {
         // cross: min(4 + 2t, 8 + t) = 4 + 2t up to t = 4, then 8 + t; β = 10·t
-        let cross = Arrival::from_buckets(&[
-            TokenBucket {
+        let cross = Envelope::from_buckets(&[
+            Bucket {
                 rate: 2.0,
                 burst: 4.0,
             },
-            TokenBucket {
+            Bucket {
                 rate: 1.0,
                 burst: 8.0,
             },
         ])
         .unwrap();
-        let l = Service::constant_rate(10.0)
+        let l = ServiceCurve::constant_rate(10.0)
             .unwrap()
             .leftover(&cross)
             .unwrap();
@@ -822,8 +811,8 @@ mod tests {
             delay_bound(&tb(3.0, 3.0), &rl(3.0, 1.0)).unwrap(),
             2.0
         ));
-        assert!(Service::rate_latency(0.0, 1.0).is_err());
-        assert!(Arrival::token_bucket(TokenBucket {
+        assert!(ServiceCurve::rate_latency(0.0, 1.0).is_err());
+        assert!(Envelope::token_bucket(Bucket {
             rate: f64::NAN,
             burst: 1.0
         })
@@ -833,12 +822,12 @@ mod tests {
     #[test]
     fn shaper_delay_is_the_horizontal_distance_to_the_bucket_line() {
         // α = min(10 + 100 t, 30 + 10 t): b_α(20) = 30 + 10·(2/9)... computed directly
-        let a = Arrival::from_buckets(&[
-            TokenBucket {
+        let a = Envelope::from_buckets(&[
+            Bucket {
                 rate: 100.0,
                 burst: 10.0,
             },
-            TokenBucket {
+            Bucket {
                 rate: 10.0,
                 burst: 30.0,
             },
@@ -848,7 +837,7 @@ mod tests {
         let need = a.at(knee) - 20.0 * knee;
         let d = shaper_delay(
             &a,
-            TokenBucket {
+            Bucket {
                 rate: 20.0,
                 burst: 12.0,
             },
@@ -864,12 +853,12 @@ mod tests {
             .fold(0.0, f64::max);
         // the grid misses the knee by < 1e-4 s, where the gap has slope ≤ 80/20
         assert!(d >= brute && d - brute < 4e-4, "{d} vs {brute}");
-        let big = TokenBucket {
+        let big = Bucket {
             rate: 20.0,
             burst: 100.0,
         };
         assert_eq!(shaper_delay(&a, big).unwrap(), 0.0);
-        let slow = TokenBucket {
+        let slow = Bucket {
             rate: 5.0,
             burst: 100.0,
         };
@@ -878,23 +867,23 @@ mod tests {
 
     #[test]
     fn output_matches_brute_force_deconvolution() {
-        let a = Arrival::from_buckets(&[
-            TokenBucket {
+        let a = Envelope::from_buckets(&[
+            Bucket {
                 rate: 50.0,
                 burst: 1.0,
             },
-            TokenBucket {
+            Bucket {
                 rate: 5.0,
                 burst: 10.0,
             },
-            TokenBucket {
+            Bucket {
                 rate: 1.0,
                 burst: 30.0,
             },
         ])
         .unwrap();
         let s = rl(20.0, 0.1).convolve(
-            &Service::new(
+            &ServiceCurve::new(
                 0.05,
                 &[ServicePiece {
                     rate: 3.0,
@@ -921,7 +910,7 @@ mod tests {
     #[test]
     fn model_conversion_is_exact() {
         let m = ArrivalCurve::new(vec![[0.0, 1.0], [1.0, 5.0], [2.0, 6.0]], 0.5).unwrap();
-        let a = Arrival::from(&m);
+        let a = Envelope::from(&m);
         for t in [0.0, 0.5, 1.0, 1.5, 2.0, 7.0] {
             assert!(close(a.at(t), m.at(t)));
         }

@@ -7,11 +7,11 @@
 //! by LP and placing workloads lives in the policy layer, which mirrors [`wc`]'s formulas as
 //! constraints. Time is in seconds, work in the queue's unit, rates in work per second.
 //!
-//! * [`curve`]: the algebra, exact on piecewise-linear curves — [`Arrival`] (concave; a token
-//!   bucket b + r·t is the special case), [`Service`] (convex, 0 up to a latency; rate-latency
-//!   R·(t − T)⁺ is the special case), aggregate ([`Arrival::plus`]), convolution
-//!   ([`Service::convolve`]), output ([`output`]), static-priority leftover
-//!   ([`Service::leftover`]), delay and backlog bounds ([`delay_bound`], [`backlog_bound`]),
+//! * [`curve`]: the algebra, exact on piecewise-linear curves — [`Envelope`] (concave; a token
+//!   bucket b + r·t is the special case), [`ServiceCurve`] (convex, 0 up to a latency; rate-latency
+//!   R·(t − T)⁺ is the special case), aggregate ([`Envelope::plus`]), convolution
+//!   ([`ServiceCurve::convolve`]), output ([`output`]), static-priority leftover
+//!   ([`ServiceCurve::leftover`]), delay and backlog bounds ([`delay_bound`], [`backlog_bound`]),
 //!   shaper delay ([`shaper_delay`]). Sources: Le Boudec & Thiran, *Network Calculus*, ch. 1
 //!   and 3; `shared/DESIGN.md` §Calculus.
 //! * [`network`]: [`DncAnalysis`], per-flow bounds over a [`Network`] with static priorities
@@ -28,8 +28,8 @@ pub mod network;
 pub mod wc;
 
 pub use curve::{
-    backlog_bound, delay_bound, output, shaper_delay, Arrival, DncError, RateLatency, Service,
-    ServicePiece, TokenBucket,
+    backlog_bound, delay_bound, output, shaper_delay, DncError, Envelope, RateLatency,
+    ServiceCurve, ServicePiece,
 };
 pub use network::DncAnalysis;
 pub use wc::{

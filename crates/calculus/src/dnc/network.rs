@@ -25,7 +25,7 @@
 //! flows must be feed-forward (true for host-out → host-in paths); a cyclic dependency met
 //! while computing a bound is [`CalculusError::Invalid`].
 
-use super::curve::{delay_bound, output, Arrival, DncError, Service};
+use super::curve::{delay_bound, output, DncError, Envelope, ServiceCurve};
 use crate::{Bound, CalculusError, FlowBound};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -47,11 +47,11 @@ enum Memo<T> {
 pub struct DncAnalysis<'a> {
     net: &'a Network,
     priorities: &'a [u32],
-    sources: Vec<Rc<Arrival>>,
+    sources: Vec<Rc<Envelope>>,
     /// per queue: (flow, position of the queue in the flow's path)
     at_queue: Vec<Vec<(usize, usize)>>,
-    arrivals: HashMap<(usize, usize), Memo<Arrival>>,
-    leftovers: HashMap<(usize, usize), Memo<Service>>,
+    arrivals: HashMap<(usize, usize), Memo<Envelope>>,
+    leftovers: HashMap<(usize, usize), Memo<ServiceCurve>>,
 }
 
 impl<'a> DncAnalysis<'a> {
@@ -75,7 +75,7 @@ impl<'a> DncAnalysis<'a> {
                     method: "dnc",
                 });
             };
-            sources.push(Rc::new(Arrival::from(a)));
+            sources.push(Rc::new(Envelope::from(a)));
         }
         let mut at_queue = vec![Vec::new(); net.queues.len()];
         for (g, f) in net.flows.iter().enumerate() {
@@ -112,7 +112,7 @@ impl<'a> DncAnalysis<'a> {
         &mut self,
         flow: usize,
         hop: usize,
-    ) -> Result<Option<Arrival>, CalculusError> {
+    ) -> Result<Option<Envelope>, CalculusError> {
         self.check_hop(flow, hop)?;
         lift(self.arrival_in(flow, hop).map(|a| (*a).clone()))
     }
@@ -123,7 +123,7 @@ impl<'a> DncAnalysis<'a> {
         &mut self,
         flow: usize,
         hop: usize,
-    ) -> Result<Option<Service>, CalculusError> {
+    ) -> Result<Option<ServiceCurve>, CalculusError> {
         self.check_hop(flow, hop)?;
         lift(self.leftover(flow, hop).map(|s| (*s).clone()))
     }
@@ -149,7 +149,7 @@ impl<'a> DncAnalysis<'a> {
             for hop in 0..f.path.len() {
                 services.push(self.leftover(flow, hop)?);
             }
-            let e2e = Service::convolve_all(services.iter().map(|s| &**s))
+            let e2e = ServiceCurve::convolve_all(services.iter().map(|s| &**s))
                 .map_err(|e| Fail::Fatal(e.into()))?;
             delay_bound(&self.sources[flow], &e2e).map_err(|e| {
                 // name the bottleneck: the hop leaving the least rate
@@ -203,7 +203,7 @@ impl<'a> DncAnalysis<'a> {
         }
     }
 
-    fn arrival_in(&mut self, g: usize, hop: usize) -> Result<Rc<Arrival>, Fail> {
+    fn arrival_in(&mut self, g: usize, hop: usize) -> Result<Rc<Envelope>, Fail> {
         if hop == 0 {
             return Ok(self.sources[g].clone());
         }
@@ -235,8 +235,8 @@ impl<'a> DncAnalysis<'a> {
         &mut self,
         g: usize,
         hop: usize,
-        result: Result<Rc<Arrival>, Fail>,
-    ) -> Result<Rc<Arrival>, Fail> {
+        result: Result<Rc<Envelope>, Fail>,
+    ) -> Result<Rc<Envelope>, Fail> {
         match &result {
             Ok(a) => {
                 self.arrivals.insert((g, hop), Memo::Done(Ok(a.clone())));
@@ -251,7 +251,7 @@ impl<'a> DncAnalysis<'a> {
         result
     }
 
-    fn leftover(&mut self, g: usize, hop: usize) -> Result<Rc<Service>, Fail> {
+    fn leftover(&mut self, g: usize, hop: usize) -> Result<Rc<ServiceCurve>, Fail> {
         match self.leftovers.get(&(g, hop)) {
             Some(Memo::Done(r)) => return r.clone().map_err(Fail::Unbounded),
             Some(Memo::InProgress) => return Err(self.cycle(g, hop)),
@@ -272,8 +272,9 @@ impl<'a> DncAnalysis<'a> {
             for (h, pos) in competitors {
                 cross.push(self.arrival_in(h, pos)?);
             }
-            let cross = Arrival::sum(cross.iter().map(|a| &**a));
-            let server = Service::constant_rate(queue.rate).map_err(|e| Fail::Fatal(e.into()))?;
+            let cross = Envelope::sum(cross.iter().map(|a| &**a));
+            let server =
+                ServiceCurve::constant_rate(queue.rate).map_err(|e| Fail::Fatal(e.into()))?;
             server.leftover(&cross).map(Rc::new).map_err(|e| {
                 unbounded(
                     e,

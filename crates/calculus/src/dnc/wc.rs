@@ -33,8 +33,9 @@
 //! valid only while Σ_{level_j ≤ p} r_j ≤ 1 at every stage (the paper's eq. (4), Σ_j r_j ≤ 1,
 //! implies it); otherwise these functions return [`DncError::Unstable`].
 
-use super::curve::{DncError, TokenBucket};
+use super::curve::DncError;
 use serde::{Deserialize, Serialize};
+use tailbound_model::Bucket;
 
 /// A workload's selected token bucket at one stage, normalised to the stage's capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -50,7 +51,7 @@ pub struct TokenBucketAt {
 impl TokenBucketAt {
     /// Normalises a bucket in work units by the stage's capacity [work/s].
     pub fn normalised(
-        bucket: TokenBucket,
+        bucket: Bucket,
         capacity: f64,
         priority: u32,
     ) -> Result<TokenBucketAt, DncError> {

@@ -137,7 +137,7 @@ impl Eval<'_> {
 
 /// An arrival process bound. Cheap to clone (shared).
 #[derive(Debug, Clone)]
-pub struct Arrival(Arc<ArrivalNode>);
+pub struct MgfArrival(Arc<ArrivalNode>);
 
 #[derive(Debug)]
 struct ArrivalNode {
@@ -149,14 +149,14 @@ struct ArrivalNode {
 enum ArrivalKind {
     Mmpp(MmppBound),
     /// mutually independent arrivals added up (an n-ary ⊕ without Hölder)
-    Sum(Vec<Arrival>),
-    Aggregate(Arrival, Arrival, Option<usize>),
-    Output(Arrival, Service, Option<usize>),
+    Sum(Vec<MgfArrival>),
+    Aggregate(MgfArrival, MgfArrival, Option<usize>),
+    Output(MgfArrival, MgfService, Option<usize>),
 }
 
 /// A service process bound. Cheap to clone (shared).
 #[derive(Debug, Clone)]
-pub struct Service(Arc<ServiceNode>);
+pub struct MgfService(Arc<ServiceNode>);
 
 #[derive(Debug)]
 struct ServiceNode {
@@ -170,8 +170,8 @@ struct ServiceNode {
 enum ServiceKind {
     /// rate [work/step] > 0
     Constant(f64),
-    Leftover(Service, Arrival, Option<usize>),
-    Convolution(Service, Service, Option<usize>),
+    Leftover(MgfService, MgfArrival, Option<usize>),
+    Convolution(MgfService, MgfService, Option<usize>),
 }
 
 fn geometric_sigma(theta: f64, x: f64) -> f64 {
@@ -179,7 +179,7 @@ fn geometric_sigma(theta: f64, x: f64) -> f64 {
     -(-(theta * x).exp_m1()).ln() / theta
 }
 
-impl Arrival {
+impl MgfArrival {
     /// The sources this arrival derives from.
     pub fn deps(&self) -> &Deps {
         &self.0.deps
@@ -264,7 +264,7 @@ impl Arrival {
     }
 }
 
-impl Service {
+impl MgfService {
     /// The sources this service derives from.
     pub fn deps(&self) -> &Deps {
         &self.0.deps
@@ -364,8 +364,8 @@ impl Service {
 /// a valid bound for every such θ: P(delay > d(θ)) ≤ ε.
 #[derive(Debug, Clone)]
 pub struct LatencyProblem {
-    pub arrival: Arrival,
-    pub service: Service,
+    pub arrival: MgfArrival,
+    pub service: MgfService,
     /// violation probability in (0, 1)
     pub epsilon: f64,
     slot: Option<usize>,
@@ -443,16 +443,16 @@ impl Algebra {
     }
 
     /// An MMPP arrival deriving from `deps` (its flow, its dependency group).
-    pub fn mmpp(&self, m: MmppBound, deps: Deps) -> Arrival {
-        Arrival(Arc::new(ArrivalNode {
+    pub fn mmpp(&self, m: MmppBound, deps: Deps) -> MgfArrival {
+        MgfArrival(Arc::new(ArrivalNode {
             kind: ArrivalKind::Mmpp(m),
             deps,
         }))
     }
 
     /// A constant-rate server: ρ = −rate, σ = 0; `rate` [work/step] > 0.
-    pub fn constant(&self, rate_per_step: f64, deps: Deps) -> Service {
-        Service(Arc::new(ServiceNode {
+    pub fn constant(&self, rate_per_step: f64, deps: Deps) -> MgfService {
+        MgfService(Arc::new(ServiceNode {
             kind: ServiceKind::Constant(rate_per_step),
             deps,
             deterministic: true,
@@ -460,9 +460,9 @@ impl Algebra {
     }
 
     /// A ⊕ B.
-    pub fn aggregate(&mut self, a: &Arrival, b: &Arrival) -> Arrival {
+    pub fn aggregate(&mut self, a: &MgfArrival, b: &MgfArrival) -> MgfArrival {
         let slot = self.slot(a.deps(), b.deps());
-        Arrival(Arc::new(ArrivalNode {
+        MgfArrival(Arc::new(ArrivalNode {
             deps: a.deps().union(b.deps()),
             kind: ArrivalKind::Aggregate(a.clone(), b.clone(), slot),
         }))
@@ -472,7 +472,7 @@ impl Algebra {
     /// connected components of the "dependent" relation; each component is aggregated as a
     /// balanced binary tree (Hölder where inputs intersect), and the components, being mutually
     /// independent, are added without Hölder. `None` for an empty list.
-    pub fn aggregate_all(&mut self, arrivals: &[Arrival]) -> Option<Arrival> {
+    pub fn aggregate_all(&mut self, arrivals: &[MgfArrival]) -> Option<MgfArrival> {
         match arrivals.len() {
             0 => return None,
             1 => return Some(arrivals[0].clone()),
@@ -500,7 +500,7 @@ impl Algebra {
                 }
             }
         }
-        let mut comps: Vec<(usize, Vec<&Arrival>)> = Vec::new();
+        let mut comps: Vec<(usize, Vec<&MgfArrival>)> = Vec::new();
         for (i, a) in arrivals.iter().enumerate() {
             let r = if self.always_hoelder {
                 0
@@ -512,10 +512,10 @@ impl Algebra {
                 None => comps.push((r, vec![a])),
             }
         }
-        let mut parts: Vec<Arrival> = Vec::with_capacity(comps.len());
+        let mut parts: Vec<MgfArrival> = Vec::with_capacity(comps.len());
         for (_, members) in comps {
             // a balanced tree keeps nested Hölder scalings at depth log2(n)
-            let mut level: Vec<Arrival> = members.into_iter().cloned().collect();
+            let mut level: Vec<MgfArrival> = members.into_iter().cloned().collect();
             while level.len() > 1 {
                 let mut next = Vec::with_capacity(level.len().div_ceil(2));
                 let mut it = level.into_iter();
@@ -535,25 +535,25 @@ impl Algebra {
         let deps = parts
             .iter()
             .fold(Deps::none(), |acc, a| acc.union(a.deps()));
-        Some(Arrival(Arc::new(ArrivalNode {
+        Some(MgfArrival(Arc::new(ArrivalNode {
             kind: ArrivalKind::Sum(parts),
             deps,
         })))
     }
 
     /// A ⊘ S: the departures of A from a queue offering S.
-    pub fn output(&mut self, a: &Arrival, s: &Service) -> Arrival {
+    pub fn output(&mut self, a: &MgfArrival, s: &MgfService) -> MgfArrival {
         let slot = self.slot(a.deps(), s.deps());
-        Arrival(Arc::new(ArrivalNode {
+        MgfArrival(Arc::new(ArrivalNode {
             deps: a.deps().union(s.deps()),
             kind: ArrivalKind::Output(a.clone(), s.clone(), slot),
         }))
     }
 
     /// S ⊖ A: what S leaves after serving A (A of equal or higher priority).
-    pub fn leftover(&mut self, s: &Service, a: &Arrival) -> Service {
+    pub fn leftover(&mut self, s: &MgfService, a: &MgfArrival) -> MgfService {
         let slot = self.slot(a.deps(), s.deps());
-        Service(Arc::new(ServiceNode {
+        MgfService(Arc::new(ServiceNode {
             deps: a.deps().union(s.deps()),
             kind: ServiceKind::Leftover(s.clone(), a.clone(), slot),
             deterministic: false,
@@ -561,9 +561,9 @@ impl Algebra {
     }
 
     /// S ⊗ T: two servers in tandem as one.
-    pub fn convolve(&mut self, s: &Service, t: &Service) -> Service {
+    pub fn convolve(&mut self, s: &MgfService, t: &MgfService) -> MgfService {
         let slot = self.slot(s.deps(), t.deps());
-        Service(Arc::new(ServiceNode {
+        MgfService(Arc::new(ServiceNode {
             deps: s.deps().union(t.deps()),
             deterministic: s.is_deterministic() && t.is_deterministic(),
             kind: ServiceKind::Convolution(s.clone(), t.clone(), slot),
@@ -571,7 +571,7 @@ impl Algebra {
     }
 
     /// The latency problem of `a` through `s` at violation probability `epsilon`.
-    pub fn latency(&mut self, a: &Arrival, s: &Service, epsilon: f64) -> LatencyProblem {
+    pub fn latency(&mut self, a: &MgfArrival, s: &MgfService, epsilon: f64) -> LatencyProblem {
         LatencyProblem {
             slot: self.slot(a.deps(), s.deps()),
             arrival: a.clone(),

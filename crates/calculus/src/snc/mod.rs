@@ -7,12 +7,12 @@
 //! calculus lives in [`crate::dnc`]; reading scenario files lives in `tailbound-scenario`.
 //!
 //! Units: the analysis runs in discrete time with the flows' common MMPP step Δ [s] (10 µs
-//! for SNC-Meister's configs). Arrival and service bounds are (ρ(θ) [work/step],
+//! for SNC-Meister's configs). MgfArrival and service bounds are (ρ(θ) [work/step],
 //! σ(θ) [work]) with θ [1/work]; a queue of rate R [work/s] is ρ = −R·Δ, σ = 0. Latencies come
 //! out in steps and leave this module as steps × Δ [s].
 //!
 //! * [`mmpp`]: the MMPP arrival bound ρ = ln sp(diag(M(θ))·P)/θ, robust for per-step chains.
-//! * [`algebra`]: [`Arrival`] and [`Service`] (distinct types), the operators ⊕ ⊖ ⊘ ⊗, the
+//! * [`algebra`]: [`MgfArrival`] and [`MgfService`] (distinct types), the operators ⊕ ⊖ ⊘ ⊗, the
 //!   latency bound, dependency sets and Hölder slots.
 //! * [`search`]: minimising the bound over θ (Brent on ln θ, or the original's grid) and over
 //!   the Hölder parameters.
@@ -32,7 +32,7 @@ mod network;
 pub mod search;
 
 pub use algebra::{
-    Algebra, Arrival, ConvolutionRule, Deps, Eval, LatencyProblem, RhoSigma, Service,
+    Algebra, ConvolutionRule, Deps, Eval, LatencyProblem, MgfArrival, MgfService, RhoSigma,
 };
 pub use mmpp::{perron_root, MmppBound};
 pub use network::Analysis;

@@ -38,7 +38,7 @@
 //! traffic upstream; on a network whose flows feed back into themselves it would not end, so
 //! re-entering a computation in progress is reported as an error.
 
-use super::algebra::{Algebra, Arrival, ConvolutionRule, Deps, LatencyProblem, Service};
+use super::algebra::{Algebra, ConvolutionRule, Deps, LatencyProblem, MgfArrival, MgfService};
 use super::mmpp::MmppBound;
 use super::search::{self, Minimum};
 use crate::{Bound, CalculusError, Method, ThetaSearch};
@@ -47,7 +47,7 @@ use tailbound_model::Network;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
-    Service(Vec<usize>, Vec<usize>, u32),
+    MgfService(Vec<usize>, Vec<usize>, u32),
     Bundle(Vec<usize>, Vec<usize>),
     FlowAt(usize, usize),
     HopArrival(usize, usize),
@@ -61,10 +61,10 @@ pub struct Analysis<'a> {
     level: Vec<u32>,
     step_s: f64,
     alg: Algebra,
-    source: Vec<Arrival>,
-    link: Vec<Service>,
-    services: HashMap<Key, Service>,
-    arrivals: HashMap<Key, Arrival>,
+    source: Vec<MgfArrival>,
+    link: Vec<MgfService>,
+    services: HashMap<Key, MgfService>,
+    arrivals: HashMap<Key, MgfArrival>,
     active: HashSet<Key>,
 }
 
@@ -272,7 +272,7 @@ impl<'a> Analysis<'a> {
         };
         let fname = |f: usize| self.net.flows[f].name.as_str();
         match key {
-            Key::Service(p, _, _) | Key::Bundle(_, p) => format!("through {}", qn(p)),
+            Key::MgfService(p, _, _) | Key::Bundle(_, p) => format!("through {}", qn(p)),
             Key::FlowAt(f, i) | Key::HopArrival(f, i) => {
                 format!("of flow {} at hop {i}", fname(*f))
             }
@@ -288,8 +288,8 @@ impl<'a> Analysis<'a> {
         path: &[usize],
         excluded: &[usize],
         level: u32,
-    ) -> Result<Service, CalculusError> {
-        let key = Key::Service(path.to_vec(), excluded.to_vec(), level);
+    ) -> Result<MgfService, CalculusError> {
+        let key = Key::MgfService(path.to_vec(), excluded.to_vec(), level);
         if let Some(s) = self.services.get(&key) {
             return Ok(s.clone());
         }
@@ -311,7 +311,7 @@ impl<'a> Analysis<'a> {
         path: &[usize],
         excluded: &[usize],
         level: u32,
-    ) -> Result<Service, CalculusError> {
+    ) -> Result<MgfService, CalculusError> {
         type Members = Vec<(usize, usize)>;
         let mut groups: BTreeMap<(usize, usize, Option<usize>), Members> = BTreeMap::new();
         for (g, flow) in self.net.flows.iter().enumerate() {
@@ -338,14 +338,14 @@ impl<'a> Analysis<'a> {
             }
         }
         // each group's arrival at its first shared queue
-        let mut segs: Vec<(usize, usize, Members, Arrival)> = Vec::with_capacity(groups.len());
+        let mut segs: Vec<(usize, usize, Members, MgfArrival)> = Vec::with_capacity(groups.len());
         for ((i, j, prev), members) in groups {
             let a = self.group_arrival(&members, prev)?;
             segs.push((i, j, members, a));
         }
         segs.sort_by_key(|&(i, j, _, _)| (std::cmp::Reverse(j - i), i));
         let mut accepted: Vec<(usize, usize)> = Vec::new();
-        let mut subtract: BTreeMap<(usize, usize), Vec<Arrival>> = BTreeMap::new();
+        let mut subtract: BTreeMap<(usize, usize), Vec<MgfArrival>> = BTreeMap::new();
         for (i, j, members, a) in segs {
             let crosses = accepted
                 .iter()
@@ -384,8 +384,8 @@ impl<'a> Analysis<'a> {
         i: usize,
         j: usize,
         accepted: &[(usize, usize)],
-        subtract: &BTreeMap<(usize, usize), Vec<Arrival>>,
-    ) -> Service {
+        subtract: &BTreeMap<(usize, usize), Vec<MgfArrival>>,
+    ) -> MgfService {
         let inside = |&(c, d): &(usize, usize)| i <= c && d <= j && (c, d) != (i, j);
         let mut children: Vec<(usize, usize)> = accepted
             .iter()
@@ -398,7 +398,7 @@ impl<'a> Analysis<'a> {
             })
             .collect();
         children.sort_unstable();
-        let mut svc: Option<Service> = None;
+        let mut svc: Option<MgfService> = None;
         let mut x = i;
         while x <= j {
             let piece = match children.iter().find(|&&(c, _)| c == x) {
@@ -430,9 +430,9 @@ impl<'a> Analysis<'a> {
         &mut self,
         members: &[(usize, usize)],
         prev: Option<usize>,
-    ) -> Result<Arrival, CalculusError> {
+    ) -> Result<MgfArrival, CalculusError> {
         if prev.is_none() {
-            let srcs: Vec<Arrival> = members
+            let srcs: Vec<MgfArrival> = members
                 .iter()
                 .map(|&(g, _)| self.source[g].clone())
                 .collect();
@@ -479,7 +479,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// Flow g's arrival at the `idx`-th queue of its path, SNC-Meister style.
-    fn flow_at(&mut self, g: usize, idx: usize) -> Result<Arrival, CalculusError> {
+    fn flow_at(&mut self, g: usize, idx: usize) -> Result<MgfArrival, CalculusError> {
         if idx == 0 {
             return Ok(self.source[g].clone());
         }
@@ -498,7 +498,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// Flow g's arrival at the `idx`-th queue of its path, hop by hop.
-    fn hop_arrival(&mut self, g: usize, idx: usize) -> Result<Arrival, CalculusError> {
+    fn hop_arrival(&mut self, g: usize, idx: usize) -> Result<MgfArrival, CalculusError> {
         if idx == 0 {
             return Ok(self.source[g].clone());
         }
@@ -520,7 +520,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// The leftover of queue q for flow g: the link minus g's cross traffic there.
-    fn hop_leftover(&mut self, q: usize, g: usize) -> Result<Service, CalculusError> {
+    fn hop_leftover(&mut self, q: usize, g: usize) -> Result<MgfService, CalculusError> {
         let key = Key::HopLeftover(q, g);
         if let Some(s) = self.services.get(&key) {
             return Ok(s.clone());

@@ -7,11 +7,14 @@
 use proptest::prelude::*;
 use tailbound_calculus::dnc::{
     backlog_bound, delay_bound, output, shaper_delay, wc_eq3_lhs, wc_eq7_lhs, wc_latency,
-    wc_min_rp, wc_multi_stage_latency, wc_relaxed_latency, Arrival, DncAnalysis, DncError, Service,
-    ServicePiece, TokenBucket, TokenBucketAt,
+    wc_min_rp, wc_multi_stage_latency, wc_relaxed_latency, DncAnalysis, DncError, Envelope,
+    ServiceCurve, ServicePiece, TokenBucketAt,
 };
 use tailbound_calculus::{bound, Bound, BoundOptions, CalculusError, Method};
-use tailbound_model::{ArrivalCurve, Flow, Network, Percentile, Queue, RbCurve, Slo, TenantSpec};
+use tailbound_model::{
+    ArrivalCurve, Bucket, FlowModels, Network, NetworkBuilder, NewTenant, Percentile, RbCurve, Slo,
+    Stage,
+};
 
 const TOL: f64 = 1e-9;
 
@@ -19,22 +22,25 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= TOL * a.abs().max(b.abs()).max(1.0)
 }
 
-fn tb(rate: f64, burst: f64) -> TokenBucket {
-    TokenBucket { rate, burst }
+fn tb(rate: f64, burst: f64) -> Bucket {
+    Bucket { rate, burst }
 }
 
-fn arrival(rate: f64, burst: f64) -> Arrival {
-    Arrival::token_bucket(tb(rate, burst)).unwrap()
+fn arrival(rate: f64, burst: f64) -> Envelope {
+    Envelope::token_bucket(tb(rate, burst)).unwrap()
 }
 
-fn rl(rate: f64, latency_s: f64) -> Service {
-    Service::rate_latency(rate, latency_s).unwrap()
+fn rl(rate: f64, latency_s: f64) -> ServiceCurve {
+    ServiceCurve::rate_latency(rate, latency_s).unwrap()
 }
 
 /// Delay of α through the leftover of a constant-rate queue C after `cross`; unstable → ∞
 /// (test-only convenience for monotonicity comparisons).
-fn leftover_delay(a: &Arrival, cross: &Arrival, capacity: f64) -> f64 {
-    match Service::constant_rate(capacity).unwrap().leftover(cross) {
+fn leftover_delay(a: &Envelope, cross: &Envelope, capacity: f64) -> f64 {
+    match ServiceCurve::constant_rate(capacity)
+        .unwrap()
+        .leftover(cross)
+    {
         Ok(s) => delay_bound(a, &s).unwrap_or(f64::INFINITY),
         Err(DncError::Unstable { .. }) => f64::INFINITY,
         Err(e) => panic!("{e}"),
@@ -111,7 +117,7 @@ fn shaper_delay_of_an_rb_curve_at_its_own_vertex_is_zero() {
     // the tenant's arrival curve is the min of its r-b buckets: a bucket on the curve never
     // delays it, a smaller bucket at the same rate delays it by the missing burst / rate
     let rb = RbCurve::new(vec![[1.0, 100.0], [10.0, 40.0], [50.0, 10.0]]).unwrap();
-    let a = Arrival::from(&rb.to_arrival());
+    let a = Envelope::from(&rb.to_arrival());
     assert_eq!(shaper_delay(&a, tb(10.0, 40.0)).unwrap(), 0.0);
     assert!(close(shaper_delay(&a, tb(10.0, 30.0)).unwrap(), 1.0));
     // between vertices the curve's b(r) is the r-b curve's interpolation
@@ -123,16 +129,16 @@ fn shaper_delay_of_an_rb_curve_at_its_own_vertex_is_zero() {
 // ---------------------------------------------------------------------------------------------
 // strategies
 
-fn bucket() -> impl Strategy<Value = TokenBucket> {
+fn bucket() -> impl Strategy<Value = Bucket> {
     (0.0..50.0f64, 0.0..100.0f64).prop_map(|(rate, burst)| tb(rate, burst))
 }
 
-fn concave() -> impl Strategy<Value = Arrival> {
-    prop::collection::vec(bucket(), 1..5).prop_map(|b| Arrival::from_buckets(&b).unwrap())
+fn concave() -> impl Strategy<Value = Envelope> {
+    prop::collection::vec(bucket(), 1..5).prop_map(|b| Envelope::from_buckets(&b).unwrap())
 }
 
 /// Convex services: convolutions of 1–3 rate-latency curves and one general piecewise curve.
-fn convex() -> impl Strategy<Value = Service> {
+fn convex() -> impl Strategy<Value = ServiceCurve> {
     (
         prop::collection::vec((1.0..200.0f64, 0.0..1.0f64), 1..4),
         prop::option::of((0.0..0.5f64, 1.0..20.0f64, 0.01..2.0f64, 1.0..10.0f64)),
@@ -144,7 +150,7 @@ fn convex() -> impl Strategy<Value = Service> {
                 .reduce(|a, b| a.convolve(&b))
                 .unwrap();
             if let Some((t, r, d, gain)) = general {
-                let g = Service::new(
+                let g = ServiceCurve::new(
                     t,
                     &[ServicePiece {
                         rate: r,
@@ -163,12 +169,12 @@ fn sample_times() -> Vec<f64> {
     (0..200).map(|i| (i as f64 * 0.037).powf(1.5)).collect()
 }
 
-fn same_arrival(a: &Arrival, b: &Arrival) -> bool {
+fn same_arrival(a: &Envelope, b: &Envelope) -> bool {
     sample_times().iter().all(|&t| close(a.at(t), b.at(t)))
         && close(a.long_term_rate(), b.long_term_rate())
 }
 
-fn same_service(a: &Service, b: &Service) -> bool {
+fn same_service(a: &ServiceCurve, b: &ServiceCurve) -> bool {
     sample_times().iter().all(|&t| close(a.at(t), b.at(t)))
         && close(a.rate(), b.rate())
         && close(a.latency_s(), b.latency_s())
@@ -204,7 +210,7 @@ proptest! {
     fn convolution_of_rate_latencies_is_min_rate_sum_of_latencies(
         parts in prop::collection::vec((0.1..1e9f64, 0.0..10.0f64), 1..6)
     ) {
-        let s = Service::convolve_all(parts.iter().map(|&(r, t)| rl(r, t)).collect::<Vec<_>>().iter())
+        let s = ServiceCurve::convolve_all(parts.iter().map(|&(r, t)| rl(r, t)).collect::<Vec<_>>().iter())
             .unwrap();
         let rate = parts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let latency: f64 = parts.iter().map(|p| p.1).sum();
@@ -220,9 +226,9 @@ proptest! {
     ) {
         // rates as fractions of R so that the leftover exists
         let n = high.len().max(1) as f64;
-        let high: Vec<TokenBucket> =
+        let high: Vec<Bucket> =
             high.iter().map(|&(f, b)| tb(f * 0.99 * big_r / n, b)).collect();
-        let cross = Arrival::sum(high.iter().map(|&b| Arrival::token_bucket(b).unwrap()).collect::<Vec<_>>().iter());
+        let cross = Envelope::sum(high.iter().map(|&b| Envelope::token_bucket(b).unwrap()).collect::<Vec<_>>().iter());
         let left = rl(big_r, big_t).leftover(&cross).unwrap();
         let (sr, sb): (f64, f64) = (high.iter().map(|b| b.rate).sum(), high.iter().map(|b| b.burst).sum());
         let r2 = big_r - sr;
@@ -252,15 +258,15 @@ proptest! {
         capacity in 1.0..500.0f64,
         extra in 0.0..20.0f64,
     ) {
-        let a = Arrival::from_buckets(&own).unwrap();
-        let x = Arrival::from_buckets(&cross).unwrap_or_else(|_| Arrival::zero());
+        let a = Envelope::from_buckets(&own).unwrap();
+        let x = Envelope::from_buckets(&cross).unwrap_or_else(|_| Envelope::zero());
         let base = leftover_delay(&a, &x, capacity);
         let more_burst: Vec<_> = own.iter().map(|b| tb(b.rate, b.burst + extra)).collect();
         let more_rate: Vec<_> = own.iter().map(|b| tb(b.rate + extra, b.burst)).collect();
-        let more_cross = x.plus(&Arrival::token_bucket(tb(extra, extra)).unwrap());
+        let more_cross = x.plus(&Envelope::token_bucket(tb(extra, extra)).unwrap());
         let ge = |hi: f64, lo: f64| hi >= lo * (1.0 - TOL) - TOL;
-        prop_assert!(ge(leftover_delay(&Arrival::from_buckets(&more_burst).unwrap(), &x, capacity), base));
-        prop_assert!(ge(leftover_delay(&Arrival::from_buckets(&more_rate).unwrap(), &x, capacity), base));
+        prop_assert!(ge(leftover_delay(&Envelope::from_buckets(&more_burst).unwrap(), &x, capacity), base));
+        prop_assert!(ge(leftover_delay(&Envelope::from_buckets(&more_rate).unwrap(), &x, capacity), base));
         prop_assert!(ge(leftover_delay(&a, &more_cross, capacity), base));
         prop_assert!(ge(base, leftover_delay(&a, &x, capacity + extra)));
     }
@@ -273,7 +279,7 @@ proptest! {
 type Impulses = Vec<(f64, f64)>;
 
 /// A source that conforms to `bucket`: gaps and fractions of the available tokens.
-fn conforming(bucket: TokenBucket, steps: &[(f64, f64)]) -> Impulses {
+fn conforming(bucket: Bucket, steps: &[(f64, f64)]) -> Impulses {
     let (mut tokens, mut t) = (bucket.burst, 0.0);
     let mut out = Vec::new();
     for &(gap, frac) in steps {
@@ -359,8 +365,8 @@ proptest! {
         let cross = conforming(high, &high_steps);
         prop_assume!(!tagged.is_empty());
         let bound = leftover_delay(
-            &Arrival::token_bucket(own).unwrap(),
-            &Arrival::token_bucket(high).unwrap(),
+            &Envelope::token_bucket(own).unwrap(),
+            &Envelope::token_bucket(high).unwrap(),
             capacity,
         );
         let all = merged(&tagged, &cross);
@@ -390,7 +396,7 @@ proptest! {
 fn bound_is_tight_for_greedy_token_buckets() {
     // both sources dump their bucket at 0, then send at their rate (impulses every 1 ms)
     let (own, high, c) = (tb(3.0, 6.0), tb(4.0, 8.0), 10.0);
-    let greedy = |b: TokenBucket| -> Impulses {
+    let greedy = |b: Bucket| -> Impulses {
         let mut v = vec![(0.0, b.burst)];
         v.extend((1..5000).map(|i| (i as f64 * 1e-3, b.rate * 1e-3)));
         v
@@ -429,7 +435,7 @@ fn stage() -> impl Strategy<Value = Vec<TokenBucketAt>> {
 /// at a queue of normalised rate 1.
 fn eq1_by_algebra(stage: &[TokenBucketAt], level: u32) -> f64 {
     let sum = |pick: &dyn Fn(u32) -> bool| {
-        Arrival::sum(
+        Envelope::sum(
             stage
                 .iter()
                 .filter(|j| pick(j.priority))
@@ -490,7 +496,7 @@ proptest! {
         capacity in 1.0..1e9f64,
     ) {
         let n = buckets.len() as f64;
-        let flows: Vec<(TokenBucket, u32)> = buckets
+        let flows: Vec<(Bucket, u32)> = buckets
             .iter()
             .enumerate()
             .map(|(i, &(r, b))| (tb(r * 0.98 / n * capacity, b * capacity), i as u32))
@@ -533,53 +539,45 @@ fn curve(rate: f64, burst: f64) -> ArrivalCurve {
     ArrivalCurve::new(vec![[0.0, burst]], rate).unwrap()
 }
 
-struct Builder(Network);
+struct Builder(NetworkBuilder);
 
 impl Builder {
     fn new(queues: &[(&str, f64)]) -> Builder {
-        Builder(Network {
-            queues: queues
-                .iter()
-                .map(|&(name, rate)| Queue {
-                    name: name.into(),
-                    rate,
-                })
-                .collect(),
-            ..Network::default()
-        })
+        let mut b = NetworkBuilder::new();
+        for &(name, rate) in queues {
+            b.queue(name, rate);
+        }
+        Builder(b)
+    }
+
+    fn build(self) -> Network {
+        self.0.build().unwrap()
     }
 
     fn queue(&self, name: &str) -> usize {
-        self.0.queues.iter().position(|q| q.name == name).unwrap()
+        let net = self.0.network();
+        net.queues.iter().position(|q| q.name == name).unwrap()
     }
 
     /// A tenant at `level` with flows `(name, path, (rate, burst))`.
     fn tenant(mut self, name: &str, level: u32, flows: &[(&str, &[&str], (f64, f64))]) -> Builder {
-        let tenant = self.0.tenants.len();
-        let mut ids = Vec::new();
+        let tenant = self.0.tenant(NewTenant {
+            priority: Some(level),
+            ..NewTenant::new(name, Slo::new(2.0, 99.9).unwrap())
+        });
         for &(fname, path, (rate, burst)) in flows {
-            ids.push(self.0.flows.len());
             let path = path.iter().map(|q| self.queue(q)).collect();
-            self.0.flows.push(Flow {
-                name: fname.into(),
-                tenant,
-                path,
+            let models = FlowModels {
                 mmpp: None,
                 arrival: Some(curve(rate, burst)),
-            });
+            };
+            self.0.flow_on(tenant, fname, Stage::NetIn, path, models);
         }
-        self.0.tenants.push(TenantSpec {
-            name: name.into(),
-            slo: Slo::new(2.0, 99.9).unwrap(),
-            flows: ids,
-            group: None,
-            priority: Some(level),
-        });
         self
     }
 }
 
-fn single_queue(capacity: f64, flows: &[(TokenBucket, u32)]) -> Network {
+fn single_queue(capacity: f64, flows: &[(Bucket, u32)]) -> Network {
     let mut b = Builder::new(&[("q", capacity)]);
     for (i, &(bucket, level)) in flows.iter().enumerate() {
         let name = format!("t{i}");
@@ -589,7 +587,7 @@ fn single_queue(capacity: f64, flows: &[(TokenBucket, u32)]) -> Network {
             &[(&name, &["q"], (bucket.rate, bucket.burst))],
         );
     }
-    b.0
+    b.build()
 }
 
 fn seconds(b: &Bound) -> f64 {
@@ -606,7 +604,7 @@ fn two_tenants_two_hops_same_level_by_hand() {
     let net = Builder::new(&[("c-out", 10.0), ("s-in", 10.0)])
         .tenant("a", 0, &[("a-req", &["c-out", "s-in"], (2.0, 4.0))])
         .tenant("b", 0, &[("b-req", &["c-out", "s-in"], (3.0, 6.0))])
-        .0;
+        .build();
     let got = bound(&net, Method::Dnc, &[0, 1], &BoundOptions::default()).unwrap();
     assert!(close(seconds(&got[0].total), 2.5), "{:?}", got[0]);
     assert!(
@@ -661,7 +659,7 @@ fn two_tenants_two_hops_with_priorities_by_hand() {
             ("b-resp", &["s-out", "c-in"], (1.0, 2.0)),
         ],
     )
-    .0;
+    .build();
     let got = bound(&net, Method::Dnc, &[0, 1], &BoundOptions::default()).unwrap();
     assert_eq!((got[0].priority, got[1].priority), (0, 1));
     assert!(close(seconds(&got[0].flows[0].bound), 0.4));
@@ -688,7 +686,7 @@ fn overloaded_queue_is_unbounded_and_misses_the_slo() {
         .tenant("b", 0, &[("b", &["q", "q2"], (5.0, 1.0))])
         .tenant("c", 1, &[("c", &["q3"], (1.0, 1.0))])
         .tenant("d", 2, &[("d", &["q2"], (1.0, 1.0))])
-        .0;
+        .build();
     let got = bound(&net, Method::Dnc, &[0, 1, 2, 3], &BoundOptions::default()).unwrap();
     for t in [&got[0], &got[1], &got[3]] {
         assert!(
@@ -722,7 +720,7 @@ fn cyclic_dependency_is_invalid() {
     let net = Builder::new(&[("q0", 10.0), ("q1", 10.0)])
         .tenant("a", 0, &[("a", &["q0", "q1"], (1.0, 1.0))])
         .tenant("b", 0, &[("b", &["q1", "q0"], (1.0, 1.0))])
-        .0;
+        .build();
     let err = bound(&net, Method::Dnc, &[0], &BoundOptions::default()).unwrap_err();
     assert!(
         matches!(&err, CalculusError::Invalid(m) if m.contains("cyclic")),
@@ -732,7 +730,7 @@ fn cyclic_dependency_is_invalid() {
     let net = Builder::new(&[("q0", 10.0), ("q1", 10.0)])
         .tenant("a", 0, &[("a", &["q0", "q1"], (1.0, 1.0))])
         .tenant("b", 1, &[("b", &["q1", "q0"], (1.0, 1.0))])
-        .0;
+        .build();
     assert!(bound(&net, Method::Dnc, &[0, 1], &BoundOptions::default()).is_ok());
 }
 
@@ -757,7 +755,7 @@ fn pay_bursts_once_is_never_above_the_per_hop_sum() {
         .tenant("b", 1, &[("b", &["h1", "h2"], (1.0, 3.0))])
         .tenant("c", 1, &[("c", &["h2", "h3"], (2.0, 2.0))])
         .tenant("d", 2, &[("d", &["h1", "h2", "h3"], (0.5, 1.0))])
-        .0;
+        .build();
     let prio = net.priorities();
     let mut an = DncAnalysis::new(&net, &prio).unwrap();
     for f in 0..net.flows.len() {
@@ -786,8 +784,8 @@ fn reference_curve(name: &str) -> ArrivalCurve {
         .collect();
     // the original's vertices are not always sorted or concave (repeated x, rounding): take
     // its lines (slope after each vertex) and their lower envelope
-    let lines: Vec<TokenBucket> = rows.iter().map(|r| tb(r[2], r[1] - r[2] * r[0])).collect();
-    Arrival::from_buckets(&lines).unwrap().to_model().unwrap()
+    let lines: Vec<Bucket> = rows.iter().map(|r| tb(r[2], r[1] - r[2] * r[0])).collect();
+    Envelope::from_buckets(&lines).unwrap().to_model().unwrap()
 }
 
 /// `n` tenants over 12 clients and 6 servers on 1 Gb/s links, request and response flows,
@@ -801,49 +799,26 @@ fn testbed(n: usize) -> Network {
         .map(|n| n.trim_end_matches(".networkIn.txt").to_string())
         .collect();
     traces.sort();
-    let mut net = Network::default();
-    let hosts: Vec<String> = (0..12)
-        .map(|i| format!("c{i}"))
-        .chain((0..6).map(|i| format!("s{i}")))
-        .collect();
-    for h in &hosts {
-        for dir in ["out", "in"] {
-            net.queues.push(Queue {
-                name: format!("{h}-{dir}"),
-                rate: 125e6,
-            });
-        }
+    let mut b = NetworkBuilder::new();
+    for i in 0..12 {
+        b.host(format!("c{i}"), 125e6, None);
     }
-    let q = |host: &str, dir: &str| {
-        2 * hosts.iter().position(|h| h == host).unwrap() + usize::from(dir == "in")
-    };
+    for i in 0..6 {
+        b.host(format!("s{i}"), 125e6, None);
+    }
     for i in 0..n {
         let trace = &traces[i % traces.len()];
-        let (c, s) = (format!("c{}", i % 12), format!("s{}", i % 6));
-        let f = net.flows.len();
-        net.flows.push(Flow {
-            name: format!("t{i}-req"),
-            tenant: i,
-            path: vec![q(&c, "out"), q(&s, "in")],
-            mmpp: None,
-            arrival: Some(reference_curve(&format!("{trace}.networkIn.txt"))),
-        });
-        net.flows.push(Flow {
-            name: format!("t{i}-resp"),
-            tenant: i,
-            path: vec![q(&s, "out"), q(&c, "in")],
-            mmpp: None,
-            arrival: Some(reference_curve(&format!("{trace}.networkOut.txt"))),
-        });
-        net.tenants.push(TenantSpec {
-            name: format!("t{i}"),
-            slo: Slo::new([0.01, 0.02, 0.05, 0.1][i % 4], 99.9).unwrap(),
-            flows: vec![f, f + 1],
-            group: None,
-            priority: None,
-        });
+        let slo = Slo::new([0.01, 0.02, 0.05, 0.1][i % 4], 99.9).unwrap();
+        let t = b.tenant(NewTenant::new(format!("t{i}"), slo).between(i % 12, 12 + i % 6));
+        for (stage, file) in [(Stage::NetIn, "networkIn"), (Stage::NetOut, "networkOut")] {
+            let models = FlowModels {
+                mmpp: None,
+                arrival: Some(reference_curve(&format!("{trace}.{file}.txt"))),
+            };
+            b.flow(t, stage, models).unwrap();
+        }
     }
-    net
+    b.build().unwrap()
 }
 
 #[test]
@@ -868,14 +843,18 @@ fn reference_curves_on_a_testbed_sized_network() {
     let mut heavier = net.clone();
     for t in heavier.tenants.iter().filter(|t| t.slo.latency_s == 0.1) {
         for &f in &t.flows {
-            let a = Arrival::from(heavier.flows[f].arrival.as_ref().unwrap());
-            let doubled: Vec<TokenBucket> = a
+            let a = Envelope::from(heavier.flows[f].arrival.as_ref().unwrap());
+            let doubled: Vec<Bucket> = a
                 .buckets()
                 .iter()
                 .map(|b| tb(b.rate, 2.0 * b.burst))
                 .collect();
-            heavier.flows[f].arrival =
-                Some(Arrival::from_buckets(&doubled).unwrap().to_model().unwrap());
+            heavier.flows[f].arrival = Some(
+                Envelope::from_buckets(&doubled)
+                    .unwrap()
+                    .to_model()
+                    .unwrap(),
+            );
         }
     }
     let again = bound(&heavier, Method::Dnc, &all, &BoundOptions::default()).unwrap();

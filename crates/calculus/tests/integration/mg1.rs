@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use tailbound_calculus::mg1::{CompoundPoisson, DEFAULT_CELLS};
 use tailbound_calculus::{bound, BoundOptions, Method};
 use tailbound_model::{
-    Flow, Mmpp, MmppState, Network, Percentile, Queue, SizeModel, Slo, TenantSpec,
+    FlowModels, Mmpp, MmppState, NetworkBuilder, NewTenant, Percentile, SizeModel, Slo, Stage,
 };
 
 const GBPS: f64 = 125e6;
@@ -80,44 +80,37 @@ fn the_exact_quantile_matches_a_simulation_of_heavy_tailed_batches() {
 /// One queue of 1 Gbit/s, one tenant per source, each a one-state per-10 µs MMPP (the
 /// discrete-time form of a compound Poisson source); the SNC-Meister bound of tenant 0.
 fn snc_bound(sources: &[(f64, SizeModel)], percentile: f64) -> f64 {
-    let mut net = Network {
-        queues: vec![Queue {
-            name: "link".into(),
-            rate: GBPS,
-        }],
-        ..Network::default()
-    };
+    let mut b = NetworkBuilder::new();
+    let link = b.queue("link", GBPS);
     for (i, (lambda, sizes)) in sources.iter().enumerate() {
-        net.flows.push(Flow {
-            name: format!("f{i}"),
-            tenant: i,
-            path: vec![0],
-            mmpp: Some(Mmpp {
-                step_s: STEP,
-                interval_s: 1.0,
-                states: vec![MmppState {
-                    rate_per_s: *lambda,
-                    arrival_prob: lambda * STEP,
-                    sizes: sizes.clone(),
-                    intervals: 0,
-                    requests: 0,
-                    work: 0.0,
-                }],
-                transition: vec![vec![1.0]],
-            }),
-            arrival: None,
-        });
-        net.tenants.push(TenantSpec {
-            name: format!("t{i}"),
-            slo: Slo {
-                latency_s: 1.0,
-                percentile: Percentile::new(percentile).unwrap(),
-            },
-            flows: vec![i],
-            group: None,
+        let slo = Slo {
+            latency_s: 1.0,
+            percentile: Percentile::new(percentile).unwrap(),
+        };
+        let t = b.tenant(NewTenant {
             priority: Some(0),
+            ..NewTenant::new(format!("t{i}"), slo)
         });
+        let mmpp = Mmpp {
+            step_s: STEP,
+            interval_s: 1.0,
+            states: vec![MmppState {
+                rate_per_s: *lambda,
+                arrival_prob: lambda * STEP,
+                sizes: sizes.clone(),
+                intervals: 0,
+                requests: 0,
+                work: 0.0,
+            }],
+            transition: vec![vec![1.0]],
+        };
+        let models = FlowModels {
+            mmpp: Some(mmpp),
+            arrival: None,
+        };
+        b.flow_on(t, format!("f{i}"), Stage::NetIn, vec![link], models);
     }
+    let net = b.build().unwrap();
     let b = bound(&net, Method::SncMeister, &[0], &BoundOptions::default()).unwrap();
     b[0].total.seconds().expect("a stable queue has a bound")
 }

@@ -3,13 +3,15 @@
 
 use proptest::prelude::*;
 use tailbound_calculus::snc::{
-    search, Algebra, Analysis, Arrival, ConvolutionRule, Deps, Eval, MmppBound,
+    search, Algebra, Analysis, ConvolutionRule, Deps, Eval, MgfArrival, MmppBound,
 };
 use tailbound_calculus::{
     bound, bound_all, Bound, BoundOptions, CalculusError, Method, TenantBound, ThetaSearch,
 };
-use tailbound_model::TenantSpec;
-use tailbound_model::{Flow, Mmpp, MmppState, Network, Percentile, Queue, SizeModel, Slo};
+use tailbound_model::{
+    FlowModels, Mmpp, MmppState, Network, NetworkBuilder, NewTenant, Percentile, SizeModel, Slo,
+    Stage,
+};
 
 const GBPS: f64 = 125e6;
 
@@ -163,27 +165,26 @@ fn typical() -> Mmpp {
 }
 
 struct NetBuilder {
-    net: Network,
+    b: NetworkBuilder,
 }
 
 impl NetBuilder {
     fn new(queues: &[(&str, f64)]) -> NetBuilder {
-        NetBuilder {
-            net: Network {
-                queues: queues
-                    .iter()
-                    .map(|(n, r)| Queue {
-                        name: n.to_string(),
-                        rate: *r,
-                    })
-                    .collect(),
-                ..Network::default()
-            },
+        let mut b = NetworkBuilder::new();
+        for &(n, r) in queues {
+            b.queue(n, r);
         }
+        NetBuilder { b }
     }
 
     fn q(&self, name: &str) -> usize {
-        self.net.queues.iter().position(|q| q.name == name).unwrap()
+        let net = self.b.network();
+        net.queues.iter().position(|q| q.name == name).unwrap()
+    }
+
+    /// The network built so far.
+    fn net(&self) -> Network {
+        self.b.clone().build().unwrap()
     }
 
     /// A tenant with one flow along `path` (queue names).
@@ -192,26 +193,18 @@ impl NetBuilder {
     }
 
     fn tenant_flows(&mut self, name: &str, slo_ms: f64, flows: &[(&[&str], Mmpp)]) -> usize {
-        let t = self.net.tenants.len();
-        let mut ids = Vec::new();
+        let t = self
+            .b
+            .tenant(NewTenant::new(name, Slo::new(slo_ms * 1e-3, 99.9).unwrap()));
         for (i, (path, m)) in flows.iter().enumerate() {
-            ids.push(self.net.flows.len());
             let path = path.iter().map(|q| self.q(q)).collect();
-            self.net.flows.push(Flow {
-                name: format!("{name}.{i}"),
-                tenant: t,
-                path,
+            let models = FlowModels {
                 mmpp: Some(m.clone()),
                 arrival: None,
-            });
+            };
+            self.b
+                .flow_on(t, format!("{name}.{i}"), Stage::NetIn, path, models);
         }
-        self.net.tenants.push(TenantSpec {
-            name: name.into(),
-            slo: Slo::new(slo_ms * 1e-3, 99.9).unwrap(),
-            flows: ids,
-            group: None,
-            priority: None,
-        });
         t
     }
 }
@@ -227,7 +220,7 @@ fn fig7(n: usize) -> Network {
             typical(),
         );
     }
-    b.net
+    b.net()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -257,13 +250,13 @@ fn fig6_expression_is_the_papers() {
     b.tenant("T2", 20.0, &["S1", "S2"], m(1.2));
     b.tenant("T3", 20.0, &["S3", "S2"], m(0.8));
     b.tenant("T4", 20.0, &["S3", "S2"], m(1.1));
-    let net = b.net;
+    let net = b.net();
     let prio = net.priorities();
     let mut an = Analysis::new(&net, Method::SncMeister, &prio).unwrap();
     let got = an.problems(0, Method::SncMeister, 1e-3).unwrap().remove(0);
 
     let mut alg = Algebra::new();
-    let a: Vec<Arrival> = (0..4)
+    let a: Vec<MgfArrival> = (0..4)
         .map(|f| {
             alg.mmpp(
                 MmppBound::new(net.flows[f].mmpp.as_ref().unwrap()).unwrap(),
@@ -323,7 +316,7 @@ fn tandem_of_equal_links_does_not_blow_up() {
         let path: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
         b.tenant("T", 50.0, &path, typical());
         b.tenant("X", 50.0, &path, typical());
-        secs(&bound(&b.net, method, &[0], &opts(theta)).unwrap()[0].total)
+        secs(&bound(&b.net(), method, &[0], &opts(theta)).unwrap()[0].total)
     };
     for (theta, method) in [
         (ThetaSearch::Brent, Method::SncMeister),
@@ -359,7 +352,7 @@ fn overloaded_link_is_unbounded_and_fails_its_slo() {
     b.tenant("T1", 10.0, &["a-out", "b-in"], typical());
     for method in [Method::SncMeister, Method::SncHop, Method::SncConv] {
         for theta in [ThetaSearch::Brent, ThetaSearch::Grid] {
-            let res = bound_all(&b.net, method, &opts(theta)).unwrap();
+            let res = bound_all(&b.net(), method, &opts(theta)).unwrap();
             for t in &res {
                 assert!(!t.meets_slo, "{method:?} {theta:?}");
                 match &t.total {
@@ -399,7 +392,7 @@ fn cyclic_networks_are_an_error_not_a_stack_overflow() {
     b.tenant("A", 10.0, &["q1", "q2"], typical());
     b.tenant("B", 10.0, &["q2", "q1"], typical());
     for method in [Method::SncMeister, Method::SncHop, Method::SncConv] {
-        let e = bound_all(&b.net, method, &BoundOptions::default()).unwrap_err();
+        let e = bound_all(&b.net(), method, &BoundOptions::default()).unwrap_err();
         assert!(e.to_string().contains("feed-forward"), "{method:?}: {e}");
     }
 }
@@ -426,7 +419,7 @@ fn request_and_response_flows_add_up() {
         50.0,
         &[(&["c-out", "s-in"], req), (&["s-out", "c-in"], typical())],
     );
-    let res = bound_all(&b.net, Method::SncMeister, &BoundOptions::default()).unwrap();
+    let res = bound_all(&b.net(), Method::SncMeister, &BoundOptions::default()).unwrap();
     for t in &res {
         let sum: f64 = t.flows.iter().map(|f| secs(&f.bound)).sum();
         assert!(rel(secs(&t.total), sum) < 1e-12);
@@ -474,7 +467,7 @@ fn arb_net() -> impl Strategy<Value = Network> {
                 };
                 b.tenant(&format!("T{i}"), [10.0, 20.0, 50.0][slo], &path, m);
             }
-            b.net
+            b.net()
         })
 }
 
@@ -511,11 +504,12 @@ proptest! {
             METHODS.iter().map(|&m| bound_all(&net, m, &BoundOptions::default())).collect();
         let t = net.tenants.len();
         let f = net.flows.len();
-        net.flows.push(Flow { name: "X".into(), tenant: t, path: vec![q], mmpp: Some(extra), arrival: None });
-        net.tenants.push(TenantSpec {
-            name: "X".into(), slo: Slo::new(0.01, 99.9).unwrap(), flows: vec![f],
-            group: None, priority: Some(0),
-        });
+        let _ = f;
+        let mut b = NetworkBuilder::from_network(net);
+        let x = b.tenant(NewTenant { priority: Some(0), ..NewTenant::new("X", Slo::new(0.01, 99.9).unwrap()) });
+        let models = FlowModels { mmpp: Some(extra), arrival: None };
+        b.flow_on(x, "X", Stage::NetIn, vec![q], models);
+        let net = b.build().unwrap();
         let old: Vec<usize> = (0..t).collect();
         for (method, before) in METHODS.iter().zip(before) {
             let (Ok(before), Ok(after)) = (before, bound(&net, *method, &old, &BoundOptions::default())) else { continue };
@@ -541,7 +535,7 @@ proptest! {
         let mut b = NetBuilder::new(&[("q", mean / k)]);
         b.tenant("T", 1000.0, &["q"], m);
         for method in METHODS {
-            let res = bound_all(&b.net, method, &BoundOptions::default()).unwrap();
+            let res = bound_all(&b.net(), method, &BoundOptions::default()).unwrap();
             prop_assert!(matches!(res[0].total, Bound::Unbounded(_)));
             prop_assert!(!res[0].meets_slo);
         }
@@ -567,7 +561,7 @@ proptest! {
         eps in prop::sample::select(vec![1e-2, 1e-3, 1e-4]),
     ) {
         let mut alg = Algebra::new();
-        let arrivals: Vec<Arrival> = ms.iter().enumerate()
+        let arrivals: Vec<MgfArrival> = ms.iter().enumerate()
             .map(|(i, m)| alg.mmpp(MmppBound::new(m).unwrap(), Deps::single(i)))
             .collect();
         let mut svc = alg.constant(1250.0, Deps::single(100));
@@ -598,7 +592,7 @@ proptest! {
         let build = |always: bool| {
             let mut alg = Algebra::new().always_hoelder(always);
             let a = [&m1, &m2, &m3].map(|m| MmppBound::new(m).unwrap());
-            let a: Vec<Arrival> = a.into_iter().enumerate()
+            let a: Vec<MgfArrival> = a.into_iter().enumerate()
                 .map(|(i, m)| alg.mmpp(m, Deps::single(i))).collect();
             let s1 = alg.constant(1250.0, Deps::single(10));
             let s2 = alg.constant(1250.0, Deps::single(11));

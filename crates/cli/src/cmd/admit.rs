@@ -6,46 +6,21 @@ use crate::report::{AdmitReport, AdmitTenant, PriorityChange};
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 use tailbound_admission::{Admission, Policy};
-use tailbound_sim::{packetization_allowance_s, ETHERNET_MTU};
-
-/// The admission policies on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    /// SNC with SNC-Meister's analysis; priorities by SLO
-    SncMeister,
-    /// DNC with priorities by SLO and rate limits from the r-b curve
-    PriorityMeister,
-    /// DNC queueing with effective-bandwidth rate limits, one level
-    #[value(name = "silo++")]
-    SiloPlusPlus,
-    /// DNC with fixed QJump levels, each tenant at the first level meeting its SLO
-    #[value(name = "qjump++")]
-    QjumpPlusPlus,
-}
-
-impl From<PolicyArg> for Policy {
-    fn from(p: PolicyArg) -> Policy {
-        match p {
-            PolicyArg::SncMeister => Policy::SncMeister,
-            PolicyArg::PriorityMeister => Policy::PriorityMeister,
-            PolicyArg::SiloPlusPlus => Policy::SiloPlusPlus,
-            PolicyArg::QjumpPlusPlus => Policy::QjumpPlusPlus,
-        }
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct AdmitArgs {
     /// scenario: tailbound's own (TOML/JSON), SNC-Meister's topology JSON or model config;
     /// tenants arrive in file order
     pub scenario: PathBuf,
-    /// the admission policy
-    #[arg(long, value_enum, default_value_t = PolicyArg::SncMeister)]
-    pub policy: PolicyArg,
+    /// the admission policy: snc-meister (SNC, priorities by SLO), priority-meister (DNC,
+    /// priorities by SLO, rate limits from the r-b curve), silo++ (DNC, effective-bandwidth
+    /// rate limits, one level) or qjump++ (DNC, fixed QJump levels)
+    #[arg(long, default_value = "snc-meister")]
+    pub policy: Policy,
     /// write the decisions (for `tailbound simulate --decisions`) to this file
     #[arg(long)]
     pub decisions_out: Option<PathBuf>,
@@ -58,10 +33,9 @@ pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
     let scenario = tailbound_scenario::load(&a.scenario)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let net = &scenario.network;
-    let policy: Policy = a.policy.into();
+    let policy = a.policy;
     // the bounds cover Ethernet packets (what `tailbound simulate` replays)
-    let mut engine = Admission::new(net, policy)?
-        .with_packetization(packetization_allowance_s(&scenario, ETHERNET_MTU))?;
+    let mut engine = Admission::new(net, policy)?;
     let mut tenants = Vec::with_capacity(net.tenants.len());
     for (i, t) in net.tenants.iter().enumerate() {
         let start = Instant::now();

@@ -8,7 +8,7 @@ use super::print_json;
 use crate::table::render;
 use crate::Outcome;
 use anyhow::Context;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -34,33 +34,15 @@ pub enum AllocCommand {
     Bench(AllocBenchArgs),
 }
 
-/// The mechanisms, as command-line values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MraArg {
-    Drf,
-    Hdrf,
-    FirstFit,
-}
-
-impl From<MraArg> for Mechanism {
-    fn from(m: MraArg) -> Mechanism {
-        match m {
-            MraArg::Drf => Mechanism::Drf,
-            MraArg::Hdrf => Mechanism::Hdrf,
-            MraArg::FirstFit => Mechanism::FirstFit,
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct AllocRunArgs {
     /// JSON: {"resources": [{"name", "capacity"}], "flows": [{"name", "tenant", "weight",
     /// "demand": {resource: tokens/s}}]}
     #[arg(value_name = "INPUT", required = true)]
     pub input: Option<PathBuf>,
-    /// allocation mechanism
-    #[arg(long, value_enum, default_value_t = MraArg::Drf)]
-    pub mra: MraArg,
+    /// allocation mechanism: drf, hdrf or first-fit
+    #[arg(long, default_value = "drf")]
+    pub mra: Mechanism,
     /// print {"allocations": [{"flow", "alloc": {resource: tokens/s}}]}
     #[arg(long)]
     pub json: bool,
@@ -77,8 +59,9 @@ pub struct AllocBenchArgs {
     /// fraction of VMs whose flow has demand
     #[arg(long, default_value_t = 1.0)]
     pub active: f64,
-    #[arg(long, value_enum, default_value_t = MraArg::Drf)]
-    pub mra: MraArg,
+    /// allocation mechanism: drf, hdrf or first-fit
+    #[arg(long, default_value = "drf")]
+    pub mra: Mechanism,
     /// allocations to time (the median is reported)
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -123,7 +106,7 @@ fn run_input(a: AllocRunArgs) -> anyhow::Result<Outcome> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {name}"))?;
     let input = AllocInput::from_json(&name, &text)?;
-    let mra = Mechanism::from(a.mra);
+    let mra = a.mra;
     let out = input
         .allocate(&mra)
         .with_context(|| format!("invalid allocation input {name}"))?;
@@ -164,7 +147,7 @@ fn bench(b: AllocBenchArgs) -> anyhow::Result<Outcome> {
         seed: b.seed,
     };
     let p = scenario.build().map_err(anyhow::Error::msg)?;
-    let mra = Mechanism::from(b.mra);
+    let mra = b.mra;
     let bar = super::progress(b.runs as u64, b.json, "allocating");
     let mut times = Vec::with_capacity(b.runs);
     let mut satisfied = 0;

@@ -5,67 +5,29 @@ use crate::report::{BoundFlow, BoundReport, BoundTenant};
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use tailbound_calculus::{bound_all, BoundOptions, Method, ThetaSearch};
 use tailbound_model::Percentile;
-
-/// The analyses on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MethodArg {
-    /// SNC with SNC-Meister's network analysis and dependency groups
-    SncMeister,
-    /// SNC one queue at a time, ε split per hop
-    SncHop,
-    /// SNC leftover per hop, then convolution
-    SncConv,
-    /// deterministic network calculus with static priorities (PriorityMeister-style)
-    Dnc,
-}
-
-impl From<MethodArg> for Method {
-    fn from(m: MethodArg) -> Method {
-        match m {
-            MethodArg::SncMeister => Method::SncMeister,
-            MethodArg::SncHop => Method::SncHop,
-            MethodArg::SncConv => Method::SncConv,
-            MethodArg::Dnc => Method::Dnc,
-        }
-    }
-}
-
-/// θ search of the SNC bound on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ThetaArg {
-    /// robust 1-D minimisation on log θ
-    Brent,
-    /// the original SNC-Meister's coarse-to-fine sweep
-    Grid,
-}
-
-impl From<ThetaArg> for ThetaSearch {
-    fn from(t: ThetaArg) -> ThetaSearch {
-        match t {
-            ThetaArg::Brent => ThetaSearch::Brent,
-            ThetaArg::Grid => ThetaSearch::Grid,
-        }
-    }
-}
 
 #[derive(Debug, Args)]
 pub struct BoundArgs {
     /// scenario: tailbound's own (TOML/JSON), SNC-Meister's topology JSON, or its model
     /// config JSON
     pub scenario: PathBuf,
-    /// the analysis
-    #[arg(long, value_enum, default_value_t = MethodArg::SncMeister)]
-    pub method: MethodArg,
-    /// check every tenant at this percentile instead of its own (e.g. 99.9)
+    /// the analysis: snc-meister (SNC with SNC-Meister's network analysis and dependency
+    /// groups), snc-hop (SNC one queue at a time, ε split per hop), snc-conv (SNC leftover per
+    /// hop, then convolution) or dnc (deterministic, static priorities, PriorityMeister-style)
+    #[arg(long, default_value = "snc-meister")]
+    pub method: Method,
+    /// check every tenant at this percentile instead of its own (strictly between 0 and 100,
+    /// e.g. 99.9)
     #[arg(long)]
-    pub percentile: Option<f64>,
-    /// how the SNC bound is minimised over θ
-    #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]
-    pub theta: ThetaArg,
+    pub percentile: Option<Percentile>,
+    /// how the SNC bound is minimised over θ: brent (robust 1-D minimisation on log θ) or grid
+    /// (the original SNC-Meister's coarse-to-fine sweep)
+    #[arg(long, default_value = "brent")]
+    pub theta: ThetaSearch,
     /// print JSON on stdout
     #[arg(long)]
     pub json: bool,
@@ -75,10 +37,10 @@ pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
     let scenario = tailbound_scenario::load(&a.scenario)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let opts = BoundOptions {
-        theta: a.theta.into(),
-        percentile: a.percentile.map(Percentile::new).transpose()?,
+        theta: a.theta,
+        percentile: a.percentile,
     };
-    let method: Method = a.method.into();
+    let method = a.method;
     let net = &scenario.network;
     let bounds = bound_all(net, method, &opts)?;
     let report = BoundReport {

@@ -5,16 +5,16 @@ use crate::report::{EffBwReport, MmppReport, RbReport};
 use crate::table::{render, si};
 use crate::Outcome;
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use tailbound_curves::effbw::effective_bandwidth;
 use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind, StateRate};
 use tailbound_curves::rb::{arrival_curve, prune, work_series, WorkSeries};
 use tailbound_curves::{stage_work, StorageProfile};
-use tailbound_model::units::{format_duration_s, parse_duration_s};
+use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_model::{ArrivalCurve, Stage};
 use tailbound_plot::{Chart, Figure, Scale, Series};
-use tailbound_trace::Trace;
+use tailbound_trace::{Part, Trace};
 
 #[derive(Debug, Subcommand)]
 pub enum CurveCommand {
@@ -34,17 +34,6 @@ pub fn run(cmd: CurveCommand) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Which part of the trace to characterize.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Part {
-    /// the whole trace
-    Whole,
-    /// the first half of its time span (the papers characterize on it)
-    FirstHalf,
-    /// the second half (the papers replay it)
-    SecondHalf,
-}
-
 /// What every characterization command takes: a trace, a stage, a device profile.
 #[derive(Debug, Args)]
 pub struct StageArgs {
@@ -52,23 +41,19 @@ pub struct StageArgs {
     pub file: PathBuf,
     /// stage whose work is characterized (network bytes in each direction, or storage
     /// busy-seconds)
-    #[arg(long, value_parser = parse_stage)]
+    #[arg(long)]
     pub stage: Stage,
     /// storage device profile in WorkloadCompactor's JSON format (default: the bundled
     /// Intel 710 SSD profile)
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// part of the trace to characterize
-    #[arg(long, value_enum, default_value_t = Part::Whole)]
+    /// part of the trace to characterize: whole, first-half (the papers characterize on it)
+    /// or second-half (the papers replay it)
+    #[arg(long, default_value = "whole")]
     pub part: Part,
     /// print JSON on stdout
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_stage(s: &str) -> Result<Stage, String> {
-    s.parse()
-        .map_err(|e: tailbound_model::stage::UnknownStage| e.to_string())
 }
 
 /// The loaded trace (the chosen part) and the work at the chosen stage.
@@ -80,18 +65,10 @@ struct Loaded {
 
 fn load(a: &StageArgs) -> anyhow::Result<Loaded> {
     let full = load_trace(&a.file)?;
-    let trace = match a.part {
-        Part::Whole => full,
-        Part::FirstHalf | Part::SecondHalf => {
-            let (first, second) = tailbound_trace::split(&full, 0.5)
-                .with_context(|| format!("cannot split {} in halves", a.file.display()))?;
-            if a.part == Part::FirstHalf {
-                first
-            } else {
-                second
-            }
-        }
-    };
+    let trace = a
+        .part
+        .of(&full)
+        .with_context(|| format!("cannot take the {} of {}", a.part, a.file.display()))?;
     let profile = match &a.profile {
         Some(p) => StorageProfile::load(p)?,
         None => StorageProfile::intel710_ssd(),
@@ -215,51 +192,28 @@ fn rb_figure(report: &RbReport, exact: &ArrivalCurve, pruned: bool) -> Figure {
     Figure::new(vec![rb, arrival])
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SizesArg {
-    /// exponential work per request with the state's mean (SNC-Meister's MGFExponential)
-    Exponential,
-    /// the observed work values (tighter MGF)
-    Empirical,
-}
-
-impl From<SizesArg> for SizeKind {
-    fn from(s: SizesArg) -> SizeKind {
-        match s {
-            SizesArg::Exponential => SizeKind::Exponential,
-            SizesArg::Empirical => SizeKind::Empirical,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RateArg {
-    /// the band centre, as SNC-Meister codes it
-    Centre,
-    /// the mean count of the state's intervals
-    Observed,
-}
-
 #[derive(Debug, Args)]
 pub struct MmppArgs {
     #[command(flatten)]
     pub stage: StageArgs,
-    /// size model of each state
-    #[arg(long, value_enum, default_value_t = SizesArg::Exponential)]
-    pub sizes: SizesArg,
-    /// rate of each state
-    #[arg(long, value_enum, default_value_t = RateArg::Centre)]
-    pub state_rate: RateArg,
+    /// size model of each state: exponential (work per request exponential with the state's
+    /// mean, SNC-Meister's MGFExponential) or empirical (the observed work values)
+    #[arg(long, default_value = "exponential")]
+    pub sizes: SizeKind,
+    /// rate of each state: band-centre (as SNC-Meister codes it) or observed (the mean count
+    /// of the state's intervals)
+    #[arg(long, default_value = "band-centre")]
+    pub state_rate: StateRate,
     /// counting interval
     #[arg(long, default_value = "1s")]
-    pub interval: String,
+    pub interval: Seconds,
     /// time step of the discrete chain
     #[arg(long, default_value = "10us")]
-    pub step: String,
+    pub step: Seconds,
     /// requests closer than this to the previous one are one arrival event (a batch); 0s:
     /// every request is one (SNC-Meister)
     #[arg(long, default_value = "0s")]
-    pub batch_gap: String,
+    pub batch_gap: Seconds,
     /// most states
     #[arg(long, default_value_t = 10)]
     pub max_states: usize,
@@ -271,16 +225,13 @@ pub struct MmppArgs {
 fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
     let l = load(&a.stage)?;
     let opts = MmppFitOptions {
-        interval_s: parse_duration_s(&a.interval)?,
-        step_s: parse_duration_s(&a.step)?,
+        interval_s: a.interval.0,
+        step_s: a.step.0,
         band_factor: a.band_factor,
         max_states: a.max_states,
-        sizes: a.sizes.into(),
-        batch_gap_s: parse_duration_s(&a.batch_gap)?,
-        state_rate: match a.state_rate {
-            RateArg::Centre => StateRate::BandCentre,
-            RateArg::Observed => StateRate::Observed,
-        },
+        sizes: a.sizes,
+        batch_gap_s: a.batch_gap.0,
+        state_rate: a.state_rate,
     };
     let work = stage_work(a.stage.stage, &l.profile);
     let fit = fit_mmpp(&l.trace.requests, work, &opts)
@@ -351,13 +302,13 @@ pub struct EffBwArgs {
     pub stage: StageArgs,
     /// shaper delay target, e.g. 20ms
     #[arg(long)]
-    pub delay: String,
+    pub delay: Seconds,
 }
 
 fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
-    let delay_s = parse_duration_s(&a.delay)?;
+    let delay_s = a.delay.0;
     if delay_s <= 0.0 {
-        bail!("--delay {} must be positive, e.g. 20ms", a.delay);
+        bail!("--delay {delay_s} s must be positive, e.g. 20ms");
     }
     let l = load(&a.stage)?;
     let curve = arrival_curve(&l.series)?;

@@ -1,16 +1,15 @@
 //! `tailbound experiment ...`: the papers' experiments, each printing a table (or JSON) and
 //! optionally writing JSON to a file and an SVG figure.
 
-use super::bound::{MethodArg, ThetaArg};
 use super::{progress, ExperimentOutput};
 use crate::table::{bound_cell, render};
 use crate::Outcome;
 use clap::{Args, Subcommand};
-use tailbound_calculus::Method;
+use tailbound_calculus::{Method, ThetaSearch};
 use tailbound_experiments::bounds::{
     vs_dependent, vs_nines, vs_tenants, BoundsConfig, BoundsExperiment, TenantWorkload,
 };
-use tailbound_model::units::parse_rate_bytes_per_s;
+use tailbound_model::units::BytesPerSec;
 use tailbound_model::Percentile;
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
@@ -78,22 +77,25 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
 /// Settings every bounds experiment takes.
 #[derive(Debug, Args)]
 pub struct BoundsCommon {
-    /// rate of both queues
+    /// rate of both queues, e.g. 1Gbit, 125MB/s
     #[arg(long, default_value = "1Gbit")]
-    pub link: String,
+    pub link: BytesPerSec,
     /// seed of the synthetic tenants
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// SLO percentile
-    #[arg(long, default_value_t = 99.9)]
-    pub percentile: f64,
-    /// analyses to compare, comma-separated
-    #[arg(long, value_enum, value_delimiter = ',',
-          default_values_t = [MethodArg::Dnc, MethodArg::SncHop, MethodArg::SncConv, MethodArg::SncMeister])]
-    pub methods: Vec<MethodArg>,
-    /// θ search of the SNC bounds
-    #[arg(long, value_enum, default_value_t = ThetaArg::Brent)]
-    pub theta: ThetaArg,
+    /// SLO percentile (strictly between 0 and 100)
+    #[arg(long, default_value = "99.9")]
+    pub percentile: Percentile,
+    /// analyses to compare, comma-separated: dnc, snc-hop, snc-conv, snc-meister
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "dnc,snc-hop,snc-conv,snc-meister"
+    )]
+    pub methods: Vec<Method>,
+    /// θ search of the SNC bounds: brent or grid
+    #[arg(long, default_value = "brent")]
+    pub theta: ThetaSearch,
     #[command(flatten)]
     pub output: ExperimentOutput,
 }
@@ -102,11 +104,11 @@ impl BoundsCommon {
     fn config(&self) -> anyhow::Result<BoundsConfig> {
         Ok(BoundsConfig {
             workload: TenantWorkload::default(),
-            link_bytes_per_s: parse_rate_bytes_per_s(&self.link)?,
+            link_bytes_per_s: self.link.0,
             seed: self.seed,
-            percentile: Percentile::new(self.percentile)?,
-            methods: self.methods.iter().map(|&m| m.into()).collect(),
-            theta: self.theta.into(),
+            percentile: self.percentile,
+            methods: self.methods.clone(),
+            theta: self.theta,
         })
     }
 

@@ -1,23 +1,23 @@
 //! `tailbound experiment admission`: snc-meister Fig. 1/10/11 — admitted tenants and bytes per
 //! policy over random runs, replay violations, OPT.
 
-use super::admit::PolicyArg;
-use super::curve::SizesArg;
-use super::{duration_arg, progress, rate_arg, ExperimentOutput};
+use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
-use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 use tailbound_admission::Policy;
+use tailbound_curves::mmpp::SizeKind;
 use tailbound_experiments::admission::{
     run, AdmissionConfig, AdmissionResult, Checked, Progress, RunResult,
 };
+use tailbound_model::units::{BytesPerSec, Seconds};
+use tailbound_model::{Excess, Percentile, SLO_WINDOW_S};
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
 #[derive(Debug, Args)]
 pub struct AdmissionArgs {
-    /// folder of trace files (every regular file in it is a trace)
+    /// folder of trace files (every *.csv file in it is a trace)
     #[arg(long)]
     pub traces: PathBuf,
     /// random runs (arrival orders)
@@ -29,43 +29,43 @@ pub struct AdmissionArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// SLO latencies drawn uniformly
-    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms", value_parser = duration_arg)]
-    pub slos: Vec<f64>,
-    /// SLO percentile
-    #[arg(long, default_value_t = 99.9)]
-    pub percentile: f64,
+    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms")]
+    pub slos: Vec<Seconds>,
+    /// SLO percentile (strictly between 0 and 100)
+    #[arg(long, default_value = "99.9")]
+    pub percentile: Percentile,
     /// every link's rate, each way
-    #[arg(long, default_value = "1Gbit", value_parser = rate_arg)]
-    pub link: f64,
+    #[arg(long, default_value = "1Gbit")]
+    pub link: BytesPerSec,
     #[arg(long, default_value_t = 12)]
     pub clients: usize,
     #[arg(long, default_value_t = 6)]
     pub servers: usize,
-    /// policies to compare
+    /// policies to compare, comma-separated: snc-meister, priority-meister, silo++, qjump++
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
         default_value = "snc-meister,priority-meister,silo++,qjump++"
     )]
-    pub policies: Vec<PolicyArg>,
+    pub policies: Vec<Policy>,
     /// search OPT (bisection in replay) on this many of the runs, the first ones
     #[arg(long, default_value_t = 3)]
     pub opt_runs: usize,
     /// MMPP counting interval
-    #[arg(long, default_value = "1s", value_parser = duration_arg)]
-    pub fit_interval: f64,
+    #[arg(long, default_value = "1s")]
+    pub fit_interval: Seconds,
     /// requests closer than this to the previous one are one MMPP arrival event (a batch);
     /// 0s: every request is an event (SNC-Meister's fit, unsound on these traces)
-    #[arg(long, default_value = "1ms", value_parser = duration_arg)]
-    pub batch_gap: f64,
-    /// MMPP state size model (empirical: the batches' observed work)
-    #[arg(long, value_enum, default_value_t = SizesArg::Empirical)]
-    pub sizes: SizesArg,
-    /// what rate limits do with requests beyond them: wait (strict limiter) or go on at a
-    /// best-effort level below every tenant
-    #[arg(long, value_enum, default_value_t = ExcessArg::BestEffort)]
-    pub excess: ExcessArg,
+    #[arg(long, default_value = "1ms")]
+    pub batch_gap: Seconds,
+    /// MMPP state size model: empirical (the batches' observed work) or exponential
+    #[arg(long, default_value = "empirical")]
+    pub sizes: SizeKind,
+    /// what rate limits do with requests beyond them: wait (strict limiter) or best-effort
+    /// (go on at a level below every tenant, moving up when their tokens come, as HTB's
+    /// borrowing does)
+    #[arg(long, default_value = "best-effort")]
+    pub excess: Excess,
     /// keep only tenants whose replayed half meets their SLO alone on idle links (others are
     /// redrawn), so that the paper's OPT (the first n all meeting their SLOs) is not capped by
     /// a tenant no policy could serve; `--isolated false` keeps every draw
@@ -84,49 +84,25 @@ pub struct AdmissionArgs {
     pub output: ExperimentOutput,
 }
 
-/// What rate limits do with excess requests, on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExcessArg {
-    /// wait for tokens (a strict rate limiter)
-    Wait,
-    /// go on at once at a best-effort level below every tenant's, moving up to the tenant's
-    /// level when their tokens come (HTB's borrowing)
-    BestEffort,
-}
-
-impl From<ExcessArg> for tailbound_model::Excess {
-    fn from(e: ExcessArg) -> tailbound_model::Excess {
-        match e {
-            ExcessArg::Wait => tailbound_model::Excess::Wait,
-            ExcessArg::BestEffort => tailbound_model::Excess::BestEffort,
-        }
-    }
-}
-
 pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(&a.traces)
-        .with_context(|| format!("cannot list traces in {}", a.traces.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e != "md"))
-        .collect();
-    traces.sort();
+    let traces = tailbound_trace::list_traces(&a.traces)?;
     let cfg = AdmissionConfig {
         traces,
         runs: a.runs,
         tenants: a.tenants,
         seed: a.seed,
-        slos_s: a.slos.clone(),
-        percentile: a.percentile,
-        link_bytes_per_s: a.link,
+        slos_s: a.slos.iter().map(|s| s.0).collect(),
+        percentile: a.percentile.value(),
+        link_bytes_per_s: a.link.0,
         clients: a.clients,
         servers: a.servers,
-        policies: a.policies.iter().map(|&p| p.into()).collect(),
+        policies: a.policies.clone(),
         opt_runs: a.opt_runs.min(a.runs),
-        fit_interval_s: a.fit_interval,
-        batch_gap_s: a.batch_gap,
-        sizes: a.sizes.into(),
-        excess: a.excess.into(),
-        window_s: 180.0,
+        fit_interval_s: a.fit_interval.0,
+        batch_gap_s: a.batch_gap.0,
+        sizes: a.sizes,
+        excess: a.excess,
+        window_s: SLO_WINDOW_S,
         isolated: a.isolated,
         threads: a.threads,
         speed_up: a.speed_up,

@@ -6,10 +6,9 @@
 use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
-use anyhow::Context;
 use clap::Args;
 use tailbound_experiments::eyeq::{run, EyeqExperiment, EyeqSetup, Mode, Row, Simulator};
-use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
+use tailbound_model::units::{BytesPerSec, Seconds};
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
 #[derive(Debug, Args)]
@@ -26,25 +25,25 @@ pub struct EyeqArgs {
     pub rows: Vec<Row>,
     /// the receiving host's link rate
     #[arg(long, default_value = "1Gbit")]
-    pub link: String,
+    pub link: BytesPerSec,
     /// every sending host's NIC rate
     #[arg(long, default_value = "10Gbit")]
-    pub nic: String,
+    pub nic: BytesPerSec,
     /// EyeQ's capacity C as a fraction of the link rate
     #[arg(long, default_value_t = 0.98)]
     pub capacity: f64,
     /// the blaster's rate while on (EyeQ: 2.5 Gbit/s, on 5 ms, off 15 ms)
     #[arg(long, default_value = "2.5Gbit")]
-    pub blaster_rate: String,
+    pub blaster_rate: BytesPerSec,
     /// (a) simulated time per run
     #[arg(long, default_value = "1s")]
-    pub duration: String,
+    pub duration: Seconds,
     /// (a) time not counted towards the shares at the start of each run
     #[arg(long, default_value = "100ms")]
-    pub warmup: String,
+    pub warmup: Seconds,
     /// (b) simulated time per run
     #[arg(long, default_value = "4s")]
-    pub latency_duration: String,
+    pub latency_duration: Seconds,
     /// worker threads
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -55,20 +54,14 @@ pub struct EyeqArgs {
 impl EyeqArgs {
     /// The setup, checked before any run.
     fn setup(&self) -> anyhow::Result<EyeqSetup> {
-        let rate = |flag: &str, v: &str| {
-            parse_rate_bytes_per_s(v).with_context(|| format!("invalid --{flag} {v:?}"))
-        };
-        let time = |flag: &str, v: &str| {
-            parse_duration_s(v).with_context(|| format!("invalid --{flag} {v:?}"))
-        };
         let setup = EyeqSetup {
-            link_rate: rate("link", &self.link)?,
-            nic_rate: rate("nic", &self.nic)?,
+            link_rate: self.link.0,
+            nic_rate: self.nic.0,
             capacity_fraction: self.capacity,
-            blaster_rate: rate("blaster-rate", &self.blaster_rate)?,
-            duration_s: time("duration", &self.duration)?,
-            warmup_s: time("warmup", &self.warmup)?,
-            latency_duration_s: time("latency-duration", &self.latency_duration)?,
+            blaster_rate: self.blaster_rate.0,
+            duration_s: self.duration.0,
+            warmup_s: self.warmup.0,
+            latency_duration_s: self.latency_duration.0,
             threads: self.threads,
             ..EyeqSetup::default()
         };

@@ -5,24 +5,16 @@
 use super::{load_trace, progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
-use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use tailbound_experiments::placement::{
     run, Events, PlacementExperiment, PlacementExperimentConfig,
 };
-use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
+use tailbound_model::units::{BytesPerSec, Seconds};
+use tailbound_model::{Excess, Percentile};
 use tailbound_placement::{Policy, ServerSpec};
 use tailbound_plot::{Chart, Figure, Series};
-use tailbound_sim::Service;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EventsArg {
-    /// workloads only arrive; servers counted at the end (Fig. 11)
-    Arrivals,
-    /// workloads arrive and depart at random; the peak servers in use (Fig. 13)
-    ArrivalsDepartures,
-}
+use tailbound_sim::Transmission;
 
 #[derive(Debug, Args)]
 pub struct PlacementArgs {
@@ -35,26 +27,32 @@ pub struct PlacementArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// SLOs to draw from, comma-separated (seconds or durations)
-    #[arg(long, value_delimiter = ',', default_values_t = ["100ms".to_string(), "150ms".into(), "250ms".into(), "500ms".into(), "1s".into()])]
-    pub slos: Vec<String>,
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "100ms,150ms,250ms,500ms,1s"
+    )]
+    pub slos: Vec<Seconds>,
     /// one SLO for every workload (the "same SLO" experiments); overrides --slos
     #[arg(long)]
-    pub same_slo: Option<String>,
-    /// SLO percentile
-    #[arg(long, default_value_t = 99.9)]
-    pub percentile: f64,
-    #[arg(long, value_enum, default_value_t = EventsArg::Arrivals)]
-    pub events: EventsArg,
+    pub same_slo: Option<Seconds>,
+    /// SLO percentile (strictly between 0 and 100)
+    #[arg(long, default_value = "99.9")]
+    pub percentile: Percentile,
+    /// arrivals (workloads only arrive; servers counted at the end, Fig. 11) or
+    /// arrivals-departures (workloads arrive and depart at random; the peak servers in use,
+    /// Fig. 13)
+    #[arg(long, default_value = "arrivals")]
+    pub events: Events,
     /// safety margin: scale every r-b curve by 1 + this (§5.2)
     #[arg(long, default_value_t = 0.1)]
     pub margin: f64,
     /// policies to compare, comma-separated
-    #[arg(long, value_delimiter = ',', value_parser = parse_policy,
-          default_values_t = Policy::all())]
+    #[arg(long, value_delimiter = ',', default_values_t = Policy::all())]
     pub policies: Vec<Policy>,
     /// NIC rate of servers and clients
     #[arg(long, default_value = "1Gbit")]
-    pub link: String,
+    pub link: BytesPerSec,
     /// SSDs per server
     #[arg(long, default_value_t = 1.0)]
     pub ssds: f64,
@@ -68,9 +66,9 @@ pub struct PlacementArgs {
     #[arg(long)]
     pub fluid: bool,
     /// what the replay's rate limits do with requests beyond them: wait (strict limiter) or
-    /// go on at a best-effort level below every workload
-    #[arg(long, value_enum, default_value_t = super::experiment_admission::ExcessArg::BestEffort)]
-    pub excess: super::experiment_admission::ExcessArg,
+    /// best-effort (go on at a level below every workload)
+    #[arg(long, default_value = "best-effort")]
+    pub excess: Excess,
     /// worker threads for characterization and replay
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -79,28 +77,12 @@ pub struct PlacementArgs {
     pub output: ExperimentOutput,
 }
 
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
-}
-
 pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
     let slos_s: Vec<f64> = match &a.same_slo {
-        Some(s) => vec![parse_duration_s(s)?],
-        None => a
-            .slos
-            .iter()
-            .map(|s| parse_duration_s(s))
-            .collect::<Result<_, _>>()?,
+        Some(s) => vec![s.0],
+        None => a.slos.iter().map(|s| s.0).collect(),
     };
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&a.traces)
-        .with_context(|| format!("cannot list {}", a.traces.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    paths.sort();
-    if paths.is_empty() {
-        bail!("{} holds no .csv traces", a.traces.display());
-    }
+    let paths = tailbound_trace::list_traces(&a.traces)?;
     let traces = paths
         .iter()
         .map(|p| load_trace(p))
@@ -109,27 +91,24 @@ pub fn run_placement(a: PlacementArgs) -> anyhow::Result<Outcome> {
         workloads: a.workloads,
         seed: a.seed,
         slos_s,
-        percentile: a.percentile,
-        events: match a.events {
-            EventsArg::Arrivals => Events::Arrivals,
-            EventsArg::ArrivalsDepartures => Events::ArrivalsDepartures,
-        },
+        percentile: a.percentile.value(),
+        events: a.events,
         safety_margin: a.margin,
         server: ServerSpec {
-            link_bytes_per_s: parse_rate_bytes_per_s(&a.link)?,
+            link_bytes_per_s: a.link.0,
             storage_rate: a.ssds,
             device_latency_s: 0.0,
         },
         policies: a.policies.clone(),
         max_segments: a.max_segments,
         replay: !a.no_replay,
-        service: if a.fluid {
-            Service::Fluid
+        transmission: if a.fluid {
+            Transmission::Fluid
         } else {
-            Service::default()
+            Transmission::default()
         },
         threads: a.threads,
-        excess: a.excess.into(),
+        excess: a.excess,
         ..PlacementExperimentConfig::default()
     };
     let bar = progress(

@@ -4,11 +4,11 @@
 //! Fig. 14 phase does not settle within 15 intervals, misses a guarantee or lets the
 //! throughput/guarantee ratios spread by more than 25% (the paper keeps them).
 
-use super::alloc::MraArg;
 use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
+use tailbound_allocation::Mechanism;
 use tailbound_experiments::vdc::{
     capacity, enforcement, CapacityExperiment, CapacityPhase, EnforcementExperiment, Isolation,
     VdcConfig,
@@ -23,25 +23,6 @@ pub enum VdcCommand {
     Capacity(CapacityArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IsolationArg {
-    Pulsar,
-    None,
-    PerAppliance,
-    NetworkOnly,
-}
-
-impl From<IsolationArg> for Isolation {
-    fn from(i: IsolationArg) -> Isolation {
-        match i {
-            IsolationArg::Pulsar => Isolation::Pulsar,
-            IsolationArg::None => Isolation::None,
-            IsolationArg::PerAppliance => Isolation::PerAppliance,
-            IsolationArg::NetworkOnly => Isolation::NetworkOnly,
-        }
-    }
-}
-
 /// Settings of both VDC experiments.
 #[derive(Debug, Args)]
 pub struct VdcCommon {
@@ -51,9 +32,9 @@ pub struct VdcCommon {
     /// control interval [s]
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
-    /// the provider's global allocation mechanism
-    #[arg(long, value_enum, default_value_t = MraArg::Hdrf)]
-    pub global: MraArg,
+    /// the provider's global allocation mechanism: drf, hdrf or first-fit
+    #[arg(long, default_value = "hdrf")]
+    pub global: Mechanism,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
@@ -65,7 +46,7 @@ impl VdcCommon {
         VdcConfig {
             duration_s: self.duration.unwrap_or(default_duration_s),
             interval_s: self.interval,
-            global: self.global.into(),
+            global: self.global,
             seed: self.seed,
         }
     }
@@ -75,10 +56,13 @@ impl VdcCommon {
 pub struct EnforcementArgs {
     #[command(flatten)]
     pub common: VdcCommon,
-    /// isolation modes to compare, comma-separated
-    #[arg(long, value_enum, value_delimiter = ',',
-          default_values_t = [IsolationArg::Pulsar, IsolationArg::None, IsolationArg::PerAppliance, IsolationArg::NetworkOnly])]
-    pub modes: Vec<IsolationArg>,
+    /// isolation modes to compare, comma-separated: pulsar, none, per-appliance, network-only
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "pulsar,none,per-appliance,network-only"
+    )]
+    pub modes: Vec<Isolation>,
 }
 
 #[derive(Debug, Args)]
@@ -91,7 +75,7 @@ pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
     match cmd {
         VdcCommand::Enforcement(a) => {
             let cfg = a.common.config(40.0);
-            let modes: Vec<Isolation> = a.modes.iter().map(|&m| m.into()).collect();
+            let modes: Vec<Isolation> = a.modes.clone();
             let bar = progress(modes.len() as u64, a.common.output.json, "simulating");
             let exp = enforcement(&cfg, &modes, || bar.inc(1))?;
             bar.finish_and_clear();

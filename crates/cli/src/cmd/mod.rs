@@ -104,16 +104,6 @@ pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
     bar
 }
 
-/// clap value parser for a duration such as `20ms` or `1s` [s].
-pub fn duration_arg(s: &str) -> Result<f64, String> {
-    tailbound_model::units::parse_duration_s(s).map_err(|e| e.to_string())
-}
-
-/// clap value parser for a rate such as `1Gbit` or `100MB/s` [bytes/s].
-pub fn rate_arg(s: &str) -> Result<f64, String> {
-    tailbound_model::units::parse_rate_bytes_per_s(s).map_err(|e| e.to_string())
-}
-
 /// A file name for messages: the path as given.
 pub fn display_name(path: &Path) -> String {
     path.display().to_string()

@@ -1,10 +1,10 @@
 //! `tailbound place WORKLOADS`: choose each workload's server and rate limits
 //! (WorkloadCompactor or a baseline) and print the placement and its decisions.
 //!
-//! WORKLOADS is either a CSV `name,trace,slo_s,percentile` (one workload per line, trace paths
-//! relative to the CSV, an optional header line, `#` comments; the SLO in seconds or with a
-//! unit, e.g. `0.25` or `250ms`) or a scenario file (`.toml`, or JSON), whose tenants' traces
-//! and SLOs are used. Each workload is characterized on the first half of its trace.
+//! WORKLOADS is either a workloads CSV (`tailbound_placement::workloads_csv`: one workload per
+//! line, `name,trace,slo,percentile`, trace paths relative to the CSV) or a scenario file
+//! (`.toml`, or JSON), whose tenants' traces and SLOs are used. Each workload is characterized
+//! on the first half of its trace.
 
 use super::{display_name, load_trace, print_json, progress};
 use crate::table::render;
@@ -14,29 +14,31 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tailbound_curves::StorageProfile;
-use tailbound_model::units::{format_duration_s, parse_duration_s, parse_rate_bytes_per_s};
-use tailbound_model::{Decisions, Request, Slo};
+use tailbound_model::units::{format_duration_s, BytesPerSec};
+use tailbound_model::{Bucket, Decisions, Request, Slo};
 use tailbound_placement::{
-    characterize, Arrival, LpStage, PlacementConfig, Placer, Policy, ServerSpec, Workload,
+    characterize, parse_workloads_csv, LpStage, Placement, PlacementConfig, Placer, Policy,
+    ServerSpec, Workload,
 };
 use tailbound_scenario::TenantSource;
+use tailbound_trace::Part;
 
 #[derive(Debug, Args)]
 pub struct PlaceArgs {
-    /// workloads: a CSV `name,trace,slo_s,percentile` or a scenario file
+    /// workloads: a CSV `name,trace,slo,percentile` or a scenario file
     pub workloads: PathBuf,
     /// at most this many servers (workloads that do not fit are rejected)
     #[arg(long, value_name = "N")]
     pub servers: Option<usize>,
     /// compactor, compactor-fff, avg-rate:K (e.g. avg-rate:1.5), knee or effective-bw
-    #[arg(long, default_value = "compactor-fff", value_parser = parse_policy)]
+    #[arg(long, default_value = "compactor-fff")]
     pub policy: Policy,
     /// safety margin: scale every r-b curve by 1 + this (0.1 = 10%)
     #[arg(long, default_value_t = 0.0)]
     pub margin: f64,
     /// NIC rate of servers and clients
     #[arg(long, default_value = "1Gbit")]
-    pub link: String,
+    pub link: BytesPerSec,
     /// SSDs per server (storage capacity in busy-s/s)
     #[arg(long, default_value_t = 1.0)]
     pub ssds: f64,
@@ -55,10 +57,6 @@ pub struct PlaceArgs {
     pub decisions_out: Option<PathBuf>,
 }
 
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
-}
-
 /// One workload's line of the report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlacedWorkload {
@@ -74,10 +72,9 @@ pub struct PlacedWorkload {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageLimitReport {
     pub stage: String,
-    /// [bytes/s] or [busy-s/s]
-    pub rate: f64,
-    /// [bytes] or [busy-s]
-    pub burst: f64,
+    /// [bytes/s, bytes] or [busy-s/s, busy-s]
+    #[serde(flatten)]
+    pub bucket: Bucket,
     /// rate as a fraction of the stage [1]
     pub share: f64,
 }
@@ -102,7 +99,8 @@ struct Input {
 }
 
 fn first_half(trace: &tailbound_trace::Trace, origin: &str) -> anyhow::Result<Vec<Request>> {
-    let (first, _) = tailbound_trace::split(trace, 0.5)
+    let first = Part::FirstHalf
+        .of(trace)
         .with_context(|| format!("cannot split the trace of {origin} in halves"))?;
     Ok(first.requests)
 }
@@ -112,53 +110,14 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<Input>> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || (i == 0 && line.starts_with("name,")) {
-            continue;
-        }
-        let at = || format!("{}:{line_no}", path.display());
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-        if fields.len() != 4 {
-            bail!(
-                "{}: {} fields in {line:?}; expected name,trace,slo_s,percentile (e.g. w1,trace0000.csv,0.25,99.9)",
-                at(),
-                fields.len()
-            );
-        }
-        let slo_s = fields[2]
-            .parse::<f64>()
-            .ok()
-            .map_or_else(|| parse_duration_s(fields[2]), Ok)
-            .with_context(|| {
-                format!(
-                    "{}: SLO {:?}; expected seconds (0.25) or a duration (250ms)",
-                    at(),
-                    fields[2]
-                )
-            })?;
-        let percentile: f64 = fields[3].parse().with_context(|| {
-            format!(
-                "{}: percentile {:?} is not a number; expected e.g. 99.9",
-                at(),
-                fields[3]
-            )
-        })?;
-        let slo = Slo::new(slo_s, percentile).with_context(at)?;
-        let trace_path = dir.join(fields[1]);
-        let trace = load_trace(&trace_path).with_context(at)?;
+    for w in parse_workloads_csv(path, &text)? {
+        let at = || format!("{}:{}", path.display(), w.line);
+        let trace = load_trace(&dir.join(&w.trace)).with_context(at)?;
         out.push(Input {
-            name: fields[0].to_string(),
-            slo,
             requests: first_half(&trace, &at())?,
+            name: w.name,
+            slo: w.slo,
         });
-    }
-    if out.is_empty() {
-        bail!(
-            "{} lists no workloads; expected lines name,trace,slo_s,percentile",
-            path.display()
-        );
     }
     Ok(out)
 }
@@ -166,7 +125,7 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<Input>> {
 fn read_scenario(path: &Path) -> anyhow::Result<Vec<Input>> {
     let sc = tailbound_scenario::load(path)?;
     let mut out = Vec::new();
-    for (spec, source) in sc.network.tenants.iter().zip(&sc.tenants) {
+    for (spec, source) in sc.network.tenants.iter().zip(&sc.sources) {
         let origin = format!("tenant {:?} of {}", spec.name, path.display());
         let trace = match source {
             TenantSource::Trace { path, .. } => load_trace(path)?,
@@ -198,7 +157,7 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         None => StorageProfile::intel710_ssd(),
     };
     let server = ServerSpec {
-        link_bytes_per_s: parse_rate_bytes_per_s(&a.link)?,
+        link_bytes_per_s: a.link.0,
         storage_rate: a.ssds,
         device_latency_s: profile.latency_s.unwrap_or(0.0),
     };
@@ -227,7 +186,7 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
             slo: input.slo,
             curves,
         })?;
-        if !matches!(outcome, Arrival::Placed { .. }) {
+        if !matches!(outcome, Placement::Placed { .. }) {
             rejected += 1;
         }
         bar.inc(1);
@@ -251,9 +210,8 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
                             .iter()
                             .map(|s| StageLimitReport {
                                 stage: s.as_str().into(),
-                                rate: a.limits[s.index()].rate,
-                                burst: a.limits[s.index()].burst,
-                                share: a.buckets[s.index()].r,
+                                bucket: a.limits[s.index()],
+                                share: a.buckets[s.index()].rate,
                             })
                             .collect()
                     })
@@ -312,7 +270,7 @@ fn table(r: &PlaceReport) -> String {
             ];
             for l in &w.limits {
                 let burst_s = if l.share > 0.0 {
-                    l.burst * l.share / l.rate
+                    l.bucket.burst * l.share / l.bucket.rate
                 } else {
                     0.0
                 };

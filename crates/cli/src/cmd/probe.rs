@@ -18,7 +18,7 @@ use tailbound_dataplane::probe::{
     self, client, run_probe, run_sweep, size_label, Control, Hosts, IoMode, Load, ProbeResult,
     ProbeSpec, Protocol, RunOptions, Setup, SweepPlan, SweepReport, MAX_PAIRS,
 };
-use tailbound_model::units::{parse_duration_s, parse_size_bytes};
+use tailbound_model::units::{parse_duration_s, parse_size_bytes, BytesPerSec};
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
 #[derive(Debug, Subcommand)]
@@ -39,20 +39,6 @@ pub fn run(cmd: ProbeCommand) -> anyhow::Result<Outcome> {
         ProbeCommand::Client(a) => client_cmd(a),
         ProbeCommand::Run(a) => run_cmd(a),
         ProbeCommand::Sweep(a) => sweep(a),
-    }
-}
-
-fn parse_protocol(s: &str) -> Result<Protocol, String> {
-    s.parse::<Protocol>().map_err(|e| e.to_string())
-}
-
-fn parse_io(s: &str) -> Result<IoMode, String> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "blocking" | "block" | "sync" => Ok(IoMode::Blocking),
-        "nonblocking" | "non-blocking" | "epoll" | "tokio" | "async" => Ok(IoMode::Nonblocking),
-        _ => Err(format!(
-            "unknown I/O mode {s:?}; use blocking or nonblocking"
-        )),
     }
 }
 
@@ -102,10 +88,10 @@ fn parse_rate_per_s(s: &str) -> Result<f64, String> {
 #[derive(Debug, Args)]
 pub struct ExchangeArgs {
     /// tcp or udp (rdma is detected and refused: not available here)
-    #[arg(long, default_value = "tcp", value_parser = parse_protocol)]
+    #[arg(long, default_value = "tcp")]
     pub protocol: Protocol,
     /// blocking (a thread per pair) or nonblocking (epoll via tokio)
-    #[arg(long, default_value = "blocking", value_parser = parse_io)]
+    #[arg(long, default_value = "blocking")]
     pub io: IoMode,
     /// bytes per request and per reply, 16B to 16MiB (UDP: at most 65507B, the datagram limit)
     #[arg(long, default_value = "1KiB", value_parser = parse_size)]
@@ -172,8 +158,8 @@ pub struct HostArgs {
     #[arg(long, requires = "netns")]
     pub bridge: bool,
     /// shape the link with HTB at this rate in each direction (e.g. 1Gbit)
-    #[arg(long, requires = "netns", value_parser = super::rate_arg)]
-    pub link_rate: Option<f64>,
+    #[arg(long, requires = "netns")]
+    pub link_rate: Option<BytesPerSec>,
     /// pin the server's threads to these CPUs
     #[arg(long, value_name = "CPUS", value_delimiter = ',')]
     pub pin_server: Vec<usize>,
@@ -189,7 +175,7 @@ impl HostArgs {
         }
         Hosts::netns(LinkOptions {
             bridge: self.bridge,
-            rate_bytes_per_s: self.link_rate,
+            rate_bytes_per_s: self.link_rate.map(|r| r.0),
         })
         .context("cannot set up the two network namespaces")
     }
@@ -218,10 +204,10 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 7470)]
     pub port: u16,
     /// protocols to serve
-    #[arg(long, default_value = "tcp,udp", value_delimiter = ',', value_parser = parse_protocol)]
+    #[arg(long, default_value = "tcp,udp", value_delimiter = ',')]
     pub protocol: Vec<Protocol>,
     /// blocking (a thread per pair) or nonblocking (epoll via tokio)
-    #[arg(long, default_value = "blocking", value_parser = parse_io)]
+    #[arg(long, default_value = "blocking")]
     pub io: IoMode,
     /// epoll worker threads in nonblocking mode (default: one per CPU)
     #[arg(long)]
@@ -344,10 +330,10 @@ fn run_cmd(a: RunArgs) -> anyhow::Result<Outcome> {
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// protocols to sweep
-    #[arg(long, default_value = "tcp,udp", value_delimiter = ',', value_parser = parse_protocol)]
+    #[arg(long, default_value = "tcp,udp", value_delimiter = ',')]
     pub protocols: Vec<Protocol>,
     /// I/O modes to sweep
-    #[arg(long, default_value = "blocking,nonblocking", value_delimiter = ',', value_parser = parse_io)]
+    #[arg(long, default_value = "blocking,nonblocking", value_delimiter = ',')]
     pub io: Vec<IoMode>,
     /// payload sizes to sweep (UDP skips sizes above the 65507B datagram limit, saying so)
     #[arg(

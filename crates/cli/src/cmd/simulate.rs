@@ -2,43 +2,26 @@
 //! trace through the scenario's queues and check each tenant's windowed SLO percentile;
 //! `tailbound opt SCENARIO`: the largest n whose first n tenants all meet their SLOs.
 
-use super::{display_name, duration_arg, print_json, progress, write_svg};
+use super::{display_name, print_json, progress, write_svg};
 use crate::report::{LatencySummary, OptProbe, OptReport, SimReport, SimTenant, SimWindow};
 use crate::table::{render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::{Path, PathBuf};
-use tailbound_model::units::format_duration_s;
+use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_model::Decisions;
 use tailbound_plot::{Chart, Figure, Scale, Series};
-use tailbound_scenario::Scenario;
-use tailbound_sim::{opt, opt_greedy, Plan, Replay, ReplayPart, Service, SimResult};
-
-/// Which requests a replay uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReplayArg {
-    /// the second half of each trace (the first half characterized the tenant)
-    SecondHalf,
-    /// the whole trace
-    Whole,
-}
-
-impl From<ReplayArg> for ReplayPart {
-    fn from(r: ReplayArg) -> ReplayPart {
-        match r {
-            ReplayArg::SecondHalf => ReplayPart::SecondHalf,
-            ReplayArg::Whole => ReplayPart::Whole,
-        }
-    }
-}
+use tailbound_scenario::{Part, Scenario};
+use tailbound_sim::{opt, opt_greedy, Plan, Replay, SimResult, Transmission};
 
 /// How the simulated links serve work.
 #[derive(Debug, Args)]
 pub struct EngineArgs {
-    /// which requests of each trace to replay
-    #[arg(long, value_enum, default_value_t = ReplayArg::SecondHalf)]
-    pub replay: ReplayArg,
+    /// which requests of each trace to replay: second-half (the first half characterized
+    /// the tenant), whole or first-half
+    #[arg(long, default_value = "second-half")]
+    pub replay: Part,
     /// links serve MTU-sized chunks of this many bytes (strict priority preempts between
     /// chunks)
     #[arg(long, default_value_t = 1500, conflicts_with = "fluid")]
@@ -47,19 +30,27 @@ pub struct EngineArgs {
     #[arg(long)]
     pub fluid: bool,
     /// length of the SLO-check windows (the papers: 3 minutes), e.g. 180s, 3min
-    #[arg(long, default_value = "180s", value_parser = duration_arg)]
-    pub window: f64,
+    #[arg(long, default_value = "180s")]
+    pub window: Seconds,
 }
 
 impl EngineArgs {
-    fn service(&self) -> Service {
+    fn transmission(&self) -> Transmission {
         if self.fluid {
-            Service::Fluid
+            Transmission::Fluid
         } else {
-            Service::Chunked {
+            Transmission::Chunked {
                 mtu_bytes: self.mtu,
             }
         }
+    }
+
+    /// The replay of `scenario`'s chosen part of every trace.
+    fn replay<'s>(&self, scenario: &'s Scenario, path: &Path) -> anyhow::Result<Replay<'s>> {
+        let requests = scenario
+            .requests(self.replay)
+            .with_context(|| format!("cannot replay {}", path.display()))?;
+        Ok(Replay::new(&scenario.network, requests, scenario.works())?)
     }
 }
 
@@ -110,8 +101,8 @@ pub fn read_decisions(path: &Path) -> anyhow::Result<Decisions> {
     let d: Decisions = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a decisions file (JSON {{\"policy\": .., \"tenants\": [{{\"name\", \
-             \"admitted\", \"priority\", \"server\", \"limits\": [{{\"flow\", \"rate\", \
-             \"burst\"}}]}}]}})",
+             \"admitted\", \"priority\", \"server\", \"limits\": [{{\"flow\", \"stage\", \
+             \"rate\", \"burst\"}}]}}]}})",
             path.display()
         )
     })?;
@@ -123,13 +114,12 @@ pub fn read_decisions(path: &Path) -> anyhow::Result<Decisions> {
 pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
     let scenario = load_scenario(&a.scenario)?;
     let plan = match &a.decisions {
-        Some(path) => Plan::from_decisions(&scenario, &read_decisions(path)?)
+        Some(path) => Plan::from_decisions(&scenario.network, &read_decisions(path)?)
             .with_context(|| format!("cannot apply decisions {}", path.display()))?,
-        None => Plan::all(&scenario),
+        None => Plan::all(&scenario.network),
     };
-    let replay = Replay::load(&scenario, a.engine.replay.into())
-        .with_context(|| format!("cannot replay {}", a.scenario.display()))?;
-    let result = replay.run(&plan, a.engine.service(), a.engine.window)?;
+    let replay = a.engine.replay(&scenario, &a.scenario)?;
+    let result = replay.run(&plan, a.engine.transmission(), a.engine.window.0)?;
     let report = sim_report(&scenario, &plan, &result, display_name(&a.scenario));
     if a.json {
         print_json(&report)?;
@@ -148,21 +138,28 @@ pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
 
 pub fn run_opt(a: OptArgs) -> anyhow::Result<Outcome> {
     let scenario = load_scenario(&a.scenario)?;
-    let replay = Replay::load(&scenario, a.engine.replay.into())
-        .with_context(|| format!("cannot replay {}", a.scenario.display()))?;
+    let replay = a.engine.replay(&scenario, &a.scenario)?;
     let total = scenario.network.tenants.len();
     let steps = (usize::BITS - total.leading_zeros()) as u64 + 1;
     let bar = progress(steps, a.json, "opt");
-    let found = opt(&replay, a.engine.service(), a.engine.window, |n, ok| {
-        bar.set_message(format!("n={n} {}", if ok { "meets" } else { "misses" }));
-        bar.inc(1);
-    })?;
+    let found = opt(
+        &replay,
+        a.engine.transmission(),
+        a.engine.window.0,
+        |n, ok| {
+            bar.set_message(format!("n={n} {}", if ok { "meets" } else { "misses" }));
+            bar.inc(1);
+        },
+    )?;
     bar.finish_and_clear();
     let trial = if a.trial {
         let bar = progress(total as u64, a.json, "trial");
-        let kept = opt_greedy(&replay, a.engine.service(), a.engine.window, |_, _| {
-            bar.inc(1)
-        })?;
+        let kept = opt_greedy(
+            &replay,
+            a.engine.transmission(),
+            a.engine.window.0,
+            |_, _| bar.inc(1),
+        )?;
         bar.finish_and_clear();
         Some(
             kept.iter()

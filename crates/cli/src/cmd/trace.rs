@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tailbound_model::units::{format_bytes, format_duration_s, parse_duration_s, parse_size_bytes};
+use tailbound_model::units::{format_bytes, format_duration_s, Bytes, Seconds};
 use tailbound_plot::{Chart, Figure, Series};
 use tailbound_trace::{
     generate, rate_series, split, split_keep_times, trace_stats, write_trace, ArrivalModel, Format,
@@ -30,24 +30,6 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<Outcome> {
         TraceCommand::Stats(a) => stats(a),
         TraceCommand::Split(a) => split_cmd(a),
         TraceCommand::Gen(a) => gen(a),
-    }
-}
-
-/// Trace file formats on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// `arrival_ns,0xSIZE,op`, no header (SNC-Meister / WorkloadCompactor)
-    Native,
-    /// `time_s,size_bytes,op` with that header line
-    Csv,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Native => Format::Native,
-            FormatArg::Csv => Format::Csv,
-        }
     }
 }
 
@@ -176,9 +158,10 @@ pub struct SplitArgs {
     /// keep the second part's absolute times instead of rebasing them to the split instant
     #[arg(long)]
     pub keep_times: bool,
-    /// format of the written parts
-    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
-    pub format: FormatArg,
+    /// format of the written parts: native (`arrival_ns,0xSIZE,op`, no header; SNC-Meister,
+    /// WorkloadCompactor) or csv (`time_s,size_bytes,op` with that header line)
+    #[arg(long, default_value = "native")]
+    pub format: Format,
     #[arg(long)]
     pub json: bool,
 }
@@ -205,7 +188,7 @@ fn split_cmd(a: SplitArgs) -> anyhow::Result<Outcome> {
     let mut parts = Vec::new();
     for (part, name) in [(&first, "first"), (&second, "second")] {
         let path = a.out_dir.join(format!("{stem}.{name}.csv"));
-        save(&path, part, a.format.into())?;
+        save(&path, part, a.format)?;
         parts.push(SplitPart {
             file: display_name(&path),
             requests: part.requests.len(),
@@ -271,14 +254,6 @@ pub enum SizeArg {
     Pareto,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum VocabArg {
-    /// DiskRead / DiskWrite
-    Disk,
-    /// Get / Put
-    Kv,
-}
-
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// arrival model
@@ -294,14 +269,14 @@ pub struct GenArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [20.0, 400.0])]
     pub rates: Vec<f64>,
     /// mean time in each mmpp state, comma-separated (one value applies to all states)
-    #[arg(long, value_delimiter = ',', default_values = ["5s"])]
-    pub dwell: Vec<String>,
+    #[arg(long, value_delimiter = ',', default_value = "5s")]
+    pub dwell: Vec<Seconds>,
     /// mean on period (onoff)
     #[arg(long, default_value = "1s")]
-    pub on: String,
+    pub on: Seconds,
     /// mean off period (onoff)
     #[arg(long, default_value = "4s")]
-    pub off: String,
+    pub off: Seconds,
     /// Pareto shape of inter-arrival times (> 1; smaller is burstier)
     #[arg(long, default_value_t = 1.5)]
     pub shape: f64,
@@ -310,7 +285,7 @@ pub struct GenArgs {
     pub size_dist: SizeArg,
     /// request size (mean for exp, minimum for pareto), e.g. 4KiB
     #[arg(long, default_value = "4KiB")]
-    pub size: String,
+    pub size: Bytes,
     /// Pareto shape of sizes (> 1)
     #[arg(long, default_value_t = 1.5)]
     pub size_shape: f64,
@@ -319,15 +294,16 @@ pub struct GenArgs {
     pub read_fraction: f64,
     /// length of the trace, e.g. 600s or 10min
     #[arg(long, default_value = "600s")]
-    pub duration: String,
-    /// op names written
-    #[arg(long, value_enum, default_value_t = VocabArg::Disk)]
-    pub vocab: VocabArg,
+    pub duration: Seconds,
+    /// op names written: disk (DiskRead/DiskWrite) or key_value (Get/Put)
+    #[arg(long, default_value = "disk")]
+    pub vocab: Vocabulary,
     /// output file (`-` for stdout)
     #[arg(short, long, default_value = "-")]
     pub output: PathBuf,
-    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
-    pub format: FormatArg,
+    /// native (`arrival_ns,0xSIZE,op`) or csv (`time_s,size_bytes,op` with a header)
+    #[arg(long, default_value = "native")]
+    pub format: Format,
     /// print a JSON summary on stdout (then --output must be a file)
     #[arg(long)]
     pub json: bool,
@@ -343,15 +319,11 @@ pub fn gen_spec(a: &GenArgs) -> anyhow::Result<GenSpec> {
         },
         ModelArg::Onoff => ArrivalModel::OnOff {
             on_rate_per_s: a.rate,
-            mean_on_s: parse_duration_s(&a.on)?,
-            mean_off_s: parse_duration_s(&a.off)?,
+            mean_on_s: a.on.0,
+            mean_off_s: a.off.0,
         },
         ModelArg::Mmpp => {
-            let mut dwell = a
-                .dwell
-                .iter()
-                .map(|d| parse_duration_s(d))
-                .collect::<Result<Vec<f64>, _>>()?;
+            let mut dwell: Vec<f64> = a.dwell.iter().map(|d| d.0).collect();
             if dwell.len() == 1 {
                 dwell = vec![dwell[0]; a.rates.len()];
             }
@@ -368,7 +340,7 @@ pub fn gen_spec(a: &GenArgs) -> anyhow::Result<GenSpec> {
             }
         }
     };
-    let size = parse_size_bytes(&a.size)?;
+    let size = a.size.0;
     let sizes = match a.size_dist {
         SizeArg::Fixed => SizeDist::Fixed {
             bytes: size.round() as u64,
@@ -383,11 +355,8 @@ pub fn gen_spec(a: &GenArgs) -> anyhow::Result<GenSpec> {
         arrival,
         sizes,
         read_fraction: a.read_fraction,
-        duration_s: parse_duration_s(&a.duration)?,
-        vocabulary: match a.vocab {
-            VocabArg::Disk => Vocabulary::Disk,
-            VocabArg::Kv => Vocabulary::KeyValue,
-        },
+        duration_s: a.duration.0,
+        vocabulary: a.vocab,
     })
 }
 
@@ -397,7 +366,7 @@ fn gen(a: GenArgs) -> anyhow::Result<Outcome> {
     }
     let spec = gen_spec(&a)?;
     let trace = generate(&spec, a.seed)?;
-    save(&a.output, &trace, a.format.into())?;
+    save(&a.output, &trace, a.format)?;
     let report = GenReport {
         file: (a.output != Path::new("-")).then(|| display_name(&a.output)),
         model: format!("{:?}", a.model).to_lowercase(),

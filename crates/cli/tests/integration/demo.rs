@@ -1,5 +1,5 @@
 use crate::common::json;
-use tailbound_cli::report::DemoReport;
+use tailbound_experiments::demo::DemoReport;
 
 #[test]
 fn demo_characterizes_and_bounds_every_tenant_deterministically() {

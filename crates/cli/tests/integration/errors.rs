@@ -94,3 +94,54 @@ fn bad_arguments_exit_2() {
         assert!(stderr(&out).contains("error"), "{args:?}");
     }
 }
+
+/// Flags are parsed by the libraries' own `FromStr` before any file is touched: a bad value
+/// is named (with what is accepted) even when the input file does not exist.
+#[test]
+fn bad_flag_values_fail_before_any_file_is_read() {
+    let missing = "/nonexistent/scenario.toml";
+    for (args, want) in [
+        (
+            vec!["bound", missing, "--percentile", "100"],
+            &["100", "strictly between 0 and 100"][..],
+        ),
+        (
+            vec!["bound", missing, "--method", "snc"],
+            &["snc", "snc-meister, snc-hop, snc-conv, dnc"][..],
+        ),
+        (
+            vec!["admit", missing, "--policy", "silo"],
+            &["silo", "silo++"][..],
+        ),
+        (
+            vec!["simulate", missing, "--window", "3 fortnights"],
+            &["3 fortnights", "duration"][..],
+        ),
+        (
+            vec!["simulate", missing, "--replay", "last-half"],
+            &["last-half", "whole, first-half, second-half"][..],
+        ),
+        (
+            vec![
+                "experiment",
+                "admission",
+                "--traces",
+                missing,
+                "--link",
+                "fast",
+            ],
+            &["fast", "rate"][..],
+        ),
+    ] {
+        let out = tailbound(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: no {w:?} in {err}");
+        }
+        assert!(
+            !err.contains("nonexistent"),
+            "{args:?} read the file first: {err}"
+        );
+    }
+}

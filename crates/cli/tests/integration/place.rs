@@ -21,7 +21,7 @@ fn csv(dir: &std::path::Path, lines: &[String]) -> std::path::PathBuf {
 #[test]
 fn place_emits_decisions_that_validate() {
     let dir = tempfile::tempdir().unwrap();
-    let traces = tailbound_testdata::production_traces();
+    let traces = tailbound_trace::list_traces(&tailbound_testdata::production_dir()).unwrap();
     // one trace copied beside the CSV to check relative paths
     std::fs::copy(&traces[0], dir.path().join("local.csv")).unwrap();
     let mut lines = vec!["w-local,local.csv,250ms,99.9".to_string()];
@@ -56,7 +56,7 @@ fn place_emits_decisions_that_validate() {
         assert!(w
             .limits
             .iter()
-            .all(|l| l.rate > 0.0 && l.burst >= 0.0 && l.share <= 1.0));
+            .all(|l| l.bucket.rate > 0.0 && l.bucket.burst >= 0.0 && l.share <= 1.0));
     }
     // a baseline places the same input and says so
     let knee: PlaceReport = json(&[
@@ -77,7 +77,7 @@ fn place_reports_bad_input_with_file_and_line() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("workloads.csv:2") && err.contains("name,trace,slo_s,percentile"),
+        err.contains("workloads.csv:2") && err.contains("name,trace,slo,percentile"),
         "{err}"
     );
     let out = tailbound(&["place", path.to_str().unwrap(), "--policy", "avg-rate:x"]);
@@ -88,7 +88,8 @@ fn place_reports_bad_input_with_file_and_line() {
 #[test]
 fn place_with_too_few_servers_fails_the_check() {
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = tailbound_testdata::production_traces()
+    let lines: Vec<String> = tailbound_trace::list_traces(&tailbound_testdata::production_dir())
+        .unwrap()
         .iter()
         .take(12)
         .enumerate()

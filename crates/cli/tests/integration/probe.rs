@@ -1,6 +1,6 @@
 //! `tailbound probe`: real exchanges over loopback and between network namespaces (small
 //! counts), bad arguments, and interrupted runs that must leave no namespace or process behind.
-//! Tests that need root and iproute2 say why and return otherwise.
+//! Tests that need root and iproute2 say why and return otherwise (under `CI=true` they fail).
 
 use crate::common::{json, stderr, tailbound};
 use std::io::{BufRead, BufReader};
@@ -11,13 +11,7 @@ use tailbound_dataplane::netns;
 use tailbound_dataplane::probe::{IoMode, ProbeResult, Protocol, SweepReport};
 
 fn can_netns() -> bool {
-    // SAFETY: no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip").arg("-V").output().is_ok();
-    if !(root && ip) {
-        eprintln!("skipped: network namespaces need root and iproute2");
-    }
-    root && ip
+    tailbound_testdata::root_or_skip("network namespaces")
 }
 
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.

@@ -49,7 +49,7 @@ fn simulate_reports_every_tenant_and_fails_when_an_slo_is_missed() {
             {"name": "t0", "admitted": true},
             {"name": "t1", "admitted": false},
             {"name": "t2", "admitted": true, "priority": 0,
-             "limits": [{"flow": "t2-resp", "rate": 6e6, "burst": 100000}]}]}"#,
+             "limits": [{"flow": "t2-resp", "stage": "net-out", "rate": 6e6, "burst": 100000}]}]}"#,
     )
     .unwrap();
     let svg = dir.path().join("sim.svg");
@@ -92,7 +92,7 @@ fn bad_decisions_exit_2_naming_the_problem() {
             "prio",
         ),
         (
-            r#"{"tenants": [{"name": "t0", "admitted": true, "limits": [{"flow": "t0-req", "rate": -5, "burst": 1}]}]}"#,
+            r#"{"tenants": [{"name": "t0", "admitted": true, "limits": [{"flow": "t0-req", "stage": "net-in", "rate": -5, "burst": 1}]}]}"#,
             "rate -5",
         ),
         (

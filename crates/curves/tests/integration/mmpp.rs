@@ -10,8 +10,6 @@ use tailbound_curves::mmpp::{
 use tailbound_curves::{stage_work, NetworkCost, StorageProfile, WorkFunction};
 use tailbound_model::{Mmpp, Op, Request, SizeModel, Stage};
 
-use tailbound_testdata::production_traces;
-
 const NS: f64 = 1e9;
 
 fn req(t_s: f64, size_bytes: u64, op: Op) -> Request {
@@ -327,7 +325,7 @@ fn band_factor_widens_to_fit_max_states() {
 
 #[test]
 fn production_traces_fit_at_every_stage() {
-    let traces = production_traces();
+    let traces = tailbound_trace::list_traces(&tailbound_testdata::production_dir()).unwrap();
     assert_eq!(traces.len(), 42);
     let profile = StorageProfile::intel710_ssd();
     for path in &traces {

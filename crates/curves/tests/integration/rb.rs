@@ -11,7 +11,7 @@ use tailbound_curves::rb::{arrival_curve, prune, rb_curve, sampled_b, work_serie
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::{ArrivalCurve, Request, Stage};
 
-use tailbound_testdata::{production_traces, shared_dir};
+use tailbound_testdata::shared_dir;
 
 /// relative tolerance for exact-vs-brute-force comparisons
 const TOL: f64 = 1e-9;
@@ -188,7 +188,7 @@ fn exact_curve_is_never_above_the_originals() {
     let profile = StorageProfile::intel710_ssd();
     let (mut worst_above, mut worst_b) = (0.0f64, 0.0f64);
     let mut checked = 0;
-    for path in production_traces() {
+    for path in tailbound_trace::list_traces(&tailbound_testdata::production_dir()).unwrap() {
         let requests = load(&path);
         for stage in Stage::ALL {
             let s = work_series(&requests, stage_work(stage, &profile)).unwrap();

@@ -87,6 +87,19 @@ pub enum IoMode {
     Nonblocking,
 }
 
+impl FromStr for IoMode {
+    type Err = ProbeError;
+    /// `blocking` (or `block`, `sync`) or `nonblocking` (or `non-blocking`, `epoll`, `tokio`,
+    /// `async`).
+    fn from_str(s: &str) -> Result<IoMode, ProbeError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "blocking" | "block" | "sync" => Ok(IoMode::Blocking),
+            "nonblocking" | "non-blocking" | "epoll" | "tokio" | "async" => Ok(IoMode::Nonblocking),
+            _ => Err(ProbeError::UnknownIoMode(s.to_string())),
+        }
+    }
+}
+
 impl IoMode {
     pub fn name(self) -> &'static str {
         match self {

@@ -1,5 +1,6 @@
 //! Two namespaces as two hosts: exchanges cross the veth pair (and the bridge), and nothing is
-//! left behind. Needs root and iproute2; otherwise each test says why and returns.
+//! left behind. Needs root and iproute2; otherwise each test says why and returns (under `CI=true`, where
+//! CI runs as root, it fails instead).
 
 use std::sync::Arc;
 use tailbound_dataplane::netns::{self, LinkOptions};
@@ -8,13 +9,7 @@ use tailbound_dataplane::probe::{
 };
 
 fn can_netns() -> bool {
-    // SAFETY: no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = std::process::Command::new("ip").arg("-V").output().is_ok();
-    if !(root && ip) {
-        eprintln!("skipped: network namespaces need root and iproute2");
-    }
-    root && ip
+    tailbound_testdata::root_or_skip("network namespaces")
 }
 
 #[test]

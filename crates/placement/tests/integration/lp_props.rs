@@ -51,9 +51,9 @@ proptest! {
         if let Some(sol) = optimise(&members).unwrap() {
             for (m, b) in members.iter().zip(&sol.buckets) {
                 for (c, bucket) in m.curves.iter().zip(b) {
-                    let on = c.burst_at(bucket.r).unwrap();
-                    prop_assert!(bucket.b >= on - 1e-12, "below the curve: {bucket:?} vs {on}");
-                    prop_assert!(bucket.r >= c.min_rate() - 1e-12);
+                    let on = c.burst_at(bucket.rate).unwrap();
+                    prop_assert!(bucket.burst >= on - 1e-12, "below the curve: {bucket:?} vs {on}");
+                    prop_assert!(bucket.rate >= c.min_rate() - 1e-12);
                 }
             }
             for s in sol.rate_sums {

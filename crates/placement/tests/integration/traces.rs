@@ -5,13 +5,14 @@ use tailbound_curves::StorageProfile;
 use tailbound_model::Slo;
 use tailbound_placement::lp::{bounds, LpSolution};
 use tailbound_placement::{
-    characterize, Arrival, LpStage, PlacementConfig, Placer, Policy, Workload,
+    characterize, LpStage, Placement, PlacementConfig, Placer, Policy, Workload,
 };
 
 fn workloads(n: usize) -> Vec<Workload> {
     let profile = StorageProfile::intel710_ssd();
     let slos = [0.1, 0.15, 0.25, 0.5, 1.0];
-    tailbound_testdata::production_traces()
+    tailbound_trace::list_traces(&tailbound_testdata::production_dir())
+        .unwrap()
         .iter()
         .take(n)
         .enumerate()
@@ -58,7 +59,7 @@ fn check_servers(placer: &Placer, ws: &[Workload]) {
             );
         }
         for s in LpStage::SERVER {
-            let sum: f64 = on.iter().map(|x| x.buckets[s.index()].r).sum();
+            let sum: f64 = on.iter().map(|x| x.buckets[s.index()].rate).sum();
             assert!(sum <= 1.0, "server {k} {} overloaded: {sum}", s.as_str());
         }
     }
@@ -116,7 +117,7 @@ fn departures_free_room_and_reoptimise() {
     // the freed room is reused: the first departed workload fits again without a new server
     let opened = p.servers_opened();
     let (_, out) = p.arrive(ws[0].clone()).unwrap();
-    assert!(matches!(out, Arrival::Placed { .. }));
+    assert!(matches!(out, Placement::Placed { .. }));
     assert_eq!(p.servers_opened(), opened);
 }
 
@@ -126,8 +127,8 @@ fn max_servers_rejects_instead_of_opening() {
     let mut cfg = PlacementConfig::new(Policy::CompactorFff);
     cfg.max_servers = Some(1);
     let mut p = Placer::new(cfg).unwrap();
-    let outcomes: Vec<Arrival> = ws.iter().map(|w| p.arrive(w.clone()).unwrap().1).collect();
-    assert!(outcomes.contains(&Arrival::NoServer), "{outcomes:?}");
+    let outcomes: Vec<Placement> = ws.iter().map(|w| p.arrive(w.clone()).unwrap().1).collect();
+    assert!(outcomes.contains(&Placement::NoServer), "{outcomes:?}");
     assert_eq!(p.servers_opened(), 1);
     let d = p.decisions();
     d.validate().unwrap();

@@ -48,8 +48,8 @@ fn config_with_dependencies_groups_clients() {
         ]
     );
     assert!(matches!(
-        &s.tenants[0],
+        &s.sources[0],
         TenantSource::ModelConfig { trace: Some(t), .. } if t.ends_with("sample_trace1.txt")
     ));
-    assert!(s.tenants[0].replay_trace().unwrap().is_none());
+    assert!(s.sources[0].replay_trace().unwrap().is_none());
 }

@@ -146,10 +146,10 @@ fn storage_without_a_device_and_bad_characterize_values() {
     let p = crate::write(
         dir.path(),
         "bad.toml",
-        &format!("[characterize]\npart = \"second-half\"\n{HOSTS}"),
+        &format!("[characterize]\npart = \"third-half\"\n{HOSTS}"),
     );
     let msg = load(&p).unwrap_err().to_string();
-    crate::assert_mentions(&msg, &["bad.toml", "second-half", "first-half", "whole"]);
+    crate::assert_mentions(&msg, &["bad.toml", "third-half", "first-half", "whole"]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ fn dispatches_every_format() {
     let s = load(&config).unwrap();
     assert_eq!(s.network.tenants.len(), 4);
     assert!(s
-        .tenants
+        .sources
         .iter()
         .all(|t| matches!(t, TenantSource::ModelConfig { .. })));
     // topology: detected, then fails on its missing traces

@@ -53,7 +53,7 @@ fn bundled_example_builds() {
     // storage work is in busy seconds: a 64 KiB read takes well under a second
     assert!(net.flows[3].arrival.as_ref().unwrap().burst() < 1.0);
     assert!(matches!(
-        &s.tenants[0],
+        &s.sources[0],
         TenantSource::Generated {
             seed: 1,
             part: Part::FirstHalf,
@@ -61,7 +61,7 @@ fn bundled_example_builds() {
         }
     ));
     // replay gives the generated second half
-    let replay = s.tenants[0].replay_trace().unwrap().unwrap();
+    let replay = s.sources[0].replay_trace().unwrap().unwrap();
     assert!(!replay.requests.is_empty());
     let _ = Stage::Storage;
 }
@@ -109,7 +109,7 @@ priority = 1
         tailbound_model::SizeModel::Empirical { .. }
     ));
     assert!(matches!(
-        &s.tenants[0],
+        &s.sources[0],
         TenantSource::Trace {
             part: Part::Whole,
             ..
@@ -169,7 +169,7 @@ fn json_with_trace_and_model_tenants() {
     assert_eq!(s.network.flows.len(), 4);
     assert_eq!(s.network.priorities(), vec![1, 0]);
     assert!(matches!(
-        &s.tenants[1],
+        &s.sources[1],
         TenantSource::Generated { seed: 5, .. }
     ));
     // fixed 4 KiB reads: every request is 200 + 0.025·4096 bytes out, 200 + 1.1·4096 back
@@ -180,20 +180,22 @@ fn json_with_trace_and_model_tenants() {
 #[test]
 fn flows_remember_their_stage_and_tenants_their_hosts() {
     let s = load(&example()).unwrap();
-    let stages: Vec<_> = s
-        .flows
-        .iter()
-        .map(|f| f.as_ref().expect("trace flows have a source").stage)
-        .collect();
+    let net = &s.network;
+    let stages: Vec<_> = net.flows.iter().map(|f| f.stage).collect();
     use Stage::*;
     assert_eq!(
         stages,
         [NetIn, NetOut, NetIn, Storage, NetOut, NetIn, NetOut]
     );
-    assert!(s.flows[3].as_ref().unwrap().profile.is_some());
-    let hosts = s.hosts[1].as_ref().unwrap();
+    // the storage flow's work is the server's device profile: busy-seconds, not bytes
+    assert_eq!(s.work(3).unit(), "busy-s");
+    assert_eq!(s.work(2).unit(), "bytes");
+    let hosts = net.tenants[1].hosts.unwrap();
     assert_eq!(
-        (hosts.client.as_str(), hosts.server.as_str()),
+        (
+            net.hosts[hosts.client].name.as_str(),
+            net.hosts[hosts.server].name.as_str()
+        ),
         ("client1", "server1")
     );
 }

@@ -36,7 +36,7 @@ fn topology_over_production_traces_builds_a_characterized_network() {
     let queues: Vec<_> = net.queues.iter().map(|q| q.name.as_str()).collect();
     assert_eq!(
         queues,
-        ["c1-in", "c1-out", "s1-in", "s1-out", "s2-in", "s2-out"]
+        ["c1-out", "c1-in", "s1-out", "s1-in", "s2-out", "s2-in"]
     );
     assert!(net.queues.iter().all(|q| q.rate == 125e6));
     let names: Vec<_> = net.tenants.iter().map(|t| t.name.as_str()).collect();
@@ -63,10 +63,10 @@ fn topology_over_production_traces_builds_a_characterized_network() {
     let groups: Vec<_> = net.tenants.iter().map(|t| t.group.as_deref()).collect();
     assert_eq!(groups, [Some("C0+C2"), None, Some("C0+C2")]);
     assert!(matches!(
-        &s.tenants[1],
+        &s.sources[1],
         TenantSource::Trace { path, part: Part::FirstHalf } if path.ends_with("trace0001.csv")
     ));
-    let replay = s.tenants[1].replay_trace().unwrap().unwrap();
+    let replay = s.sources[1].replay_trace().unwrap().unwrap();
     assert!(!replay.requests.is_empty());
 }
 

@@ -1,15 +1,15 @@
 //! Chunked store-and-forward pipelining versus whole-request service, and stage sequencing.
 
 use crate::common::{network, req, size_workloads};
-use tailbound_sim::{simulate, Service, SimConfig};
+use tailbound_sim::{simulate, SimConfig, Transmission};
 
 const RATE: f64 = 1e6; // 1 B = 1 µs
 
-fn alone(paths: Vec<Vec<usize>>, rates: &[f64], size: u64, service: Service) -> u64 {
+fn alone(paths: Vec<Vec<usize>>, rates: &[f64], size: u64, transmission: Transmission) -> u64 {
     let net = network(rates, &[paths], &[0]);
     let reqs = vec![vec![req(1_000, size)]];
     let cfg = SimConfig {
-        service,
+        transmission,
         ..SimConfig::default()
     };
     let r = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
@@ -23,7 +23,7 @@ fn chunks_pipeline_across_two_hops() {
         vec![vec![0, 1]],
         &[RATE, RATE],
         6000,
-        Service::Chunked { mtu_bytes: 1500 },
+        Transmission::Chunked { mtu_bytes: 1500 },
     );
     assert_eq!(chunked, 7_500_000);
     // a partial last chunk: S = 5000 B → chunks 1500, 1500, 1500, 500 leave hop 1 at 1.5, 3,
@@ -32,11 +32,11 @@ fn chunks_pipeline_across_two_hops() {
         vec![vec![0, 1]],
         &[RATE, RATE],
         5000,
-        Service::Chunked { mtu_bytes: 1500 },
+        Transmission::Chunked { mtu_bytes: 1500 },
     );
     assert_eq!(partial, 6_500_000);
     // fluid: whole-request store-and-forward, 2·S/R
-    let fluid = alone(vec![vec![0, 1]], &[RATE, RATE], 6000, Service::Fluid);
+    let fluid = alone(vec![vec![0, 1]], &[RATE, RATE], 6000, Transmission::Fluid);
     assert_eq!(fluid, 12_000_000);
 }
 
@@ -47,7 +47,7 @@ fn a_slower_second_hop_is_the_bottleneck() {
         vec![vec![0, 1]],
         &[RATE, RATE / 2.0],
         4000,
-        Service::Chunked { mtu_bytes: 1000 },
+        Transmission::Chunked { mtu_bytes: 1000 },
     );
     assert_eq!(l, 9_000_000);
 }
@@ -60,7 +60,7 @@ fn stages_run_one_after_the_other() {
         vec![vec![0], vec![1]],
         &[RATE, RATE],
         4000,
-        Service::Chunked { mtu_bytes: 1000 },
+        Transmission::Chunked { mtu_bytes: 1000 },
     );
     assert_eq!(l, 8_000_000);
 }
@@ -79,20 +79,17 @@ impl tailbound_curves::WorkFunction for TwoMs {
 
 #[test]
 fn storage_stage_serves_whole_requests_between_link_stages() {
-    use tailbound_sim::{FlowWork, SizeWork, TenantWorkload};
+    use tailbound_sim::{SizeWork, TenantWorkload};
     // q0 link (req), q1 storage at rate 1 busy-s/s, q2 link (resp); mtu 500 B
-    let net = network(&[RATE, 1.0, RATE], &[vec![vec![0], vec![1], vec![2]]], &[0]);
+    let mut net = network(&[RATE, 1.0, RATE], &[vec![vec![0], vec![1], vec![2]]], &[0]);
+    net.flows[1].stage = tailbound_model::Stage::Storage;
     let reqs = [req(0, 1000), req(0, 1000)];
     let w = [TenantWorkload {
         requests: &reqs,
-        flows: vec![
-            FlowWork::link(&SizeWork),
-            FlowWork::device(&TwoMs),
-            FlowWork::link(&SizeWork),
-        ],
+        works: vec![&SizeWork, &TwoMs, &SizeWork],
     }];
     let cfg = SimConfig {
-        service: Service::Chunked { mtu_bytes: 500 },
+        transmission: Transmission::Chunked { mtu_bytes: 500 },
         ..SimConfig::default()
     };
     let r = simulate(&net, &w, &cfg).unwrap();

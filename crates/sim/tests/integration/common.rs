@@ -3,44 +3,33 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
-use tailbound_model::{Flow, Network, Op, Queue, Request, Slo, TenantSpec};
-use tailbound_sim::{FlowWork, SizeWork, TenantWorkload};
+use tailbound_model::{FlowModels, Network, NetworkBuilder, NewTenant, Op, Request, Slo, Stage};
+use tailbound_sim::{SizeWork, TenantWorkload};
 
-/// Queues named `q0, q1, …` of the given rates [bytes/s]; tenant `i` has one flow per entry of
-/// `paths[i]` (stages in order) and priority `prios[i]`.
+/// Queues named `q0, q1, …` of the given rates [bytes/s]; tenant `i` has one link flow per
+/// entry of `paths[i]` (stages in order) and priority `prios[i]`.
 pub fn network(rates: &[f64], paths: &[Vec<Vec<usize>>], prios: &[u32]) -> Network {
-    let mut net = Network {
-        queues: rates
-            .iter()
-            .enumerate()
-            .map(|(i, &rate)| Queue {
-                name: format!("q{i}"),
-                rate,
-            })
-            .collect(),
-        ..Network::default()
-    };
-    for (t, stages) in paths.iter().enumerate() {
-        let mut flows = Vec::new();
-        for (s, path) in stages.iter().enumerate() {
-            flows.push(net.flows.len());
-            net.flows.push(Flow {
-                name: format!("t{t}-s{s}"),
-                tenant: t,
-                path: path.clone(),
-                mmpp: None,
-                arrival: None,
-            });
-        }
-        net.tenants.push(TenantSpec {
-            name: format!("t{t}"),
-            slo: Slo::new(1.0, 99.9).unwrap(),
-            flows,
-            group: None,
-            priority: Some(prios[t]),
-        });
+    let mut b = NetworkBuilder::new();
+    for (i, &rate) in rates.iter().enumerate() {
+        b.queue(format!("q{i}"), rate);
     }
-    net
+    for (t, stages) in paths.iter().enumerate() {
+        let tenant = b.tenant(NewTenant {
+            priority: Some(prios[t]),
+            ..NewTenant::new(format!("t{t}"), Slo::new(1.0, 99.9).unwrap())
+        });
+        for (s, path) in stages.iter().enumerate() {
+            let name = format!("t{t}-s{s}");
+            b.flow_on(
+                tenant,
+                name,
+                Stage::NetIn,
+                path.clone(),
+                FlowModels::default(),
+            );
+        }
+    }
+    b.build().unwrap()
 }
 
 /// One workload per tenant over the same requests, work = size on every stage (links).
@@ -50,7 +39,7 @@ pub fn size_workloads<'a>(net: &Network, requests: &'a [Vec<Request>]) -> Vec<Te
         .zip(requests)
         .map(|(t, r)| TenantWorkload {
             requests: r,
-            flows: vec![FlowWork::link(&SizeWork); t.flows.len()],
+            works: vec![&SizeWork; t.flows.len()],
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 //! follow a hand-computed script.
 
 use crate::common::{exp_size, network, poisson, req, size_workloads};
-use tailbound_sim::{simulate, Service, SimConfig};
+use tailbound_sim::{simulate, SimConfig, Transmission};
 
 /// rate 1e6 bytes/s: one byte takes 1 µs
 const RATE: f64 = 1e6;
@@ -13,15 +13,18 @@ fn hand_script_fluid_and_chunked_agree() {
     // departures at 1, 3 and 5.5 ms; latencies 1, 2.5, 0.5 ms; busy 3.5 ms.
     let net = network(&[RATE], &[vec![vec![0]]], &[0]);
     let reqs = vec![vec![req(0, 1000), req(500_000, 2000), req(5_000_000, 500)]];
-    for service in [Service::Fluid, Service::Chunked { mtu_bytes: 1000 }] {
+    for transmission in [
+        Transmission::Fluid,
+        Transmission::Chunked { mtu_bytes: 1000 },
+    ] {
         let cfg = SimConfig {
-            service,
+            transmission,
             ..SimConfig::default()
         };
         let r = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
         let q = &r.queues[0];
-        assert_eq!(q.busy_ns, 3_500_000, "{service:?}");
-        assert_eq!(q.last_departure_ns, 5_500_000, "{service:?}");
+        assert_eq!(q.busy_ns, 3_500_000, "{transmission:?}");
+        assert_eq!(q.last_departure_ns, 5_500_000, "{transmission:?}");
         assert_eq!(q.work, 3500.0);
         assert_eq!(
             r.tenants[0].latencies_ns,
@@ -45,7 +48,7 @@ fn busy_time_equals_work_over_rate_under_priority_and_chunking() {
         .map(|t| poisson(10 + t, 2_000, 150.0, exp_size(1000.0)))
         .collect();
     let cfg = SimConfig {
-        service: Service::Chunked { mtu_bytes: 300 },
+        transmission: Transmission::Chunked { mtu_bytes: 300 },
         ..SimConfig::default()
     };
     let r = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
@@ -72,9 +75,9 @@ fn strict_priority_preempts_at_chunk_boundaries_only() {
     // low (level 1): 3000 B at 0; high (level 0): 1000 B at 0.5 ms. Chunks of 1000 B = 1 ms.
     let net = network(&[RATE], &[vec![vec![0]], vec![vec![0]]], &[1, 0]);
     let reqs = vec![vec![req(0, 3000)], vec![req(500_000, 1000)]];
-    let lat = |service| {
+    let lat = |transmission| {
         let cfg = SimConfig {
-            service,
+            transmission,
             ..SimConfig::default()
         };
         let r = simulate(&net, &size_workloads(&net, &reqs), &cfg).unwrap();
@@ -82,9 +85,9 @@ fn strict_priority_preempts_at_chunk_boundaries_only() {
     };
     // chunked: low chunk 0–1 ms, high 1–2 ms, low 2–4 ms
     assert_eq!(
-        lat(Service::Chunked { mtu_bytes: 1000 }),
+        lat(Transmission::Chunked { mtu_bytes: 1000 }),
         (4_000_000, 1_500_000)
     );
     // fluid: low 0–3 ms, high 3–4 ms
-    assert_eq!(lat(Service::Fluid), (3_000_000, 3_500_000));
+    assert_eq!(lat(Transmission::Fluid), (3_000_000, 3_500_000));
 }

@@ -1,7 +1,8 @@
 //! Same inputs, same outputs: no clock, no global randomness, ties broken by insertion order.
 
 use crate::common::{exp_size, network, poisson, size_workloads};
-use tailbound_sim::{simulate, SimConfig, StageShaping};
+use tailbound_model::Bucket;
+use tailbound_sim::{simulate, SimConfig};
 
 #[test]
 fn identical_runs_give_identical_results() {
@@ -21,7 +22,7 @@ fn identical_runs_give_identical_results() {
         shapers: vec![Vec::new(); net.flows.len()],
         ..SimConfig::default()
     };
-    cfg.shapers[0] = vec![StageShaping {
+    cfg.shapers[0] = vec![Bucket {
         rate: 2e7,
         burst: 50_000.0,
     }];

@@ -184,7 +184,7 @@ fn a_full_shaper_queue_drops_open_loop_requests_only() {
     let reqs = vec![(0..10).map(|_| req(0, 1000)).collect::<Vec<_>>()];
     let w = size_workloads(&net, &reqs);
     let mut cfg = SimConfig {
-        shapers: vec![vec![tailbound_sim::StageShaping {
+        shapers: vec![vec![tailbound_model::Bucket {
             rate: 1000.0,
             burst: 1000.0,
         }]],
@@ -195,7 +195,10 @@ fn a_full_shaper_queue_drops_open_loop_requests_only() {
     let r = simulate(&net, &w, &cfg).unwrap();
     let t = &r.tenants[0];
     assert_eq!((t.requests, t.dropped, t.bytes), (4, 6, 4000));
-    assert_eq!(t.latencies_ns, vec![MS, 1_001_000_000, 2_001_000_000, 3_001_000_000]);
+    assert_eq!(
+        t.latencies_ns,
+        vec![MS, 1_001_000_000, 2_001_000_000, 3_001_000_000]
+    );
     assert_eq!(r.throughput[0].iter().sum::<u64>(), 4000);
     cfg.closed_loop = vec![Some(ClosedLoop {
         window: 10,
@@ -204,5 +207,8 @@ fn a_full_shaper_queue_drops_open_loop_requests_only() {
     let r = simulate(&net, &w, &cfg).unwrap();
     assert_eq!((r.tenants[0].requests, r.tenants[0].dropped), (10, 0));
     cfg.shaper_queue_bytes = Some(f64::NAN);
-    assert!(matches!(simulate(&net, &w, &cfg), Err(SimError::ShaperQueue(_))));
+    assert!(matches!(
+        simulate(&net, &w, &cfg),
+        Err(SimError::ShaperQueue(_))
+    ));
 }

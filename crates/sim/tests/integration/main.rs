@@ -8,5 +8,4 @@ mod eyeq;
 mod plan;
 mod replay;
 mod shaping;
-mod soundness;
 mod theory;

@@ -3,7 +3,7 @@
 //! busy time matches work / rate up to the documented ½ ns rounding per unit.
 
 use tailbound_curves::NetworkCost;
-use tailbound_sim::{simulate, FlowWork, SimConfig, TenantWorkload};
+use tailbound_sim::{simulate, SimConfig, TenantWorkload};
 
 use crate::common::network;
 
@@ -28,7 +28,7 @@ fn production_trace_replays_with_conserved_work() {
     );
     let w = [TenantWorkload {
         requests: &replay,
-        flows: vec![FlowWork::link(&req_dir), FlowWork::link(&resp_dir)],
+        works: vec![&req_dir, &resp_dir],
     }];
     let r = simulate(&net, &w, &SimConfig::default()).unwrap();
     let t = &r.tenants[0];

@@ -1,7 +1,8 @@
 //! Source shapers: requests wait FIFO for the token bucket, and the wait counts in latency.
 
 use crate::common::{network, req, size_workloads};
-use tailbound_sim::{simulate, SimConfig, SimError, StageShaping};
+use tailbound_model::Bucket;
+use tailbound_sim::{simulate, SimConfig, SimError};
 
 #[test]
 fn bucket_spaces_a_burst_at_its_rate() {
@@ -10,7 +11,7 @@ fn bucket_spaces_a_burst_at_its_rate() {
     let net = network(&[1e9], &[vec![vec![0]]], &[0]);
     let reqs = vec![vec![req(0, 1000), req(0, 1000), req(0, 1000)]];
     let cfg = SimConfig {
-        shapers: vec![vec![StageShaping {
+        shapers: vec![vec![Bucket {
             rate: 1e6,
             burst: 1000.0,
         }]],
@@ -25,7 +26,7 @@ fn bad_shaper_names_the_flow() {
     let net = network(&[1e9], &[vec![vec![0]]], &[0]);
     let reqs = vec![vec![req(0, 1000)]];
     let cfg = SimConfig {
-        shapers: vec![vec![StageShaping {
+        shapers: vec![vec![Bucket {
             rate: 0.0,
             burst: 1000.0,
         }]],
@@ -43,7 +44,7 @@ fn request_above_the_burst_waits_for_a_full_bucket_and_leaves_a_deficit() {
     let net = network(&[1e9], &[vec![vec![0]]], &[0]);
     let reqs = vec![vec![req(0, 3000), req(0, 1000)]];
     let cfg = SimConfig {
-        shapers: vec![vec![StageShaping {
+        shapers: vec![vec![Bucket {
             rate: 1e6,
             burst: 1000.0,
         }]],
@@ -58,7 +59,7 @@ fn a_shaper_that_would_never_release_is_an_error_not_a_hang() {
     let net = network(&[1e9], &[vec![vec![0]]], &[0]);
     let reqs = vec![vec![req(0, 2), req(0, 2)]];
     let cfg = SimConfig {
-        shapers: vec![vec![StageShaping {
+        shapers: vec![vec![Bucket {
             rate: 1e-12,
             burst: 1.0,
         }]],
@@ -79,15 +80,15 @@ fn several_buckets_on_a_flow_release_by_the_tightest_of_them() {
     // but with 50 passing at once).
     let net = network(&[1e9], &[vec![vec![0]]], &[0]);
     let reqs = vec![vec![req(0, 1000); 100]];
-    let a = StageShaping {
+    let a = Bucket {
         rate: 1e6,
         burst: 10_000.0,
     };
-    let b = StageShaping {
+    let b = Bucket {
         rate: 1e5,
         burst: 50_000.0,
     };
-    let run = |buckets: Vec<StageShaping>| {
+    let run = |buckets: Vec<Bucket>| {
         let cfg = SimConfig {
             shapers: vec![buckets],
             ..SimConfig::default()
@@ -122,7 +123,7 @@ fn best_effort_excess_goes_on_at_once_below_every_tenant() {
         vec![req(0, 1000), req(0, 1000), req(0, 1000)],
         vec![req(0, 1000)],
     ];
-    let bucket = StageShaping {
+    let bucket = Bucket {
         rate: 1e6,
         burst: 1000.0,
     };
@@ -175,7 +176,7 @@ fn best_effort_excess_is_promoted_to_its_level_when_its_tokens_come() {
     let reqs = vec![vec![req(0, 1000), req(0, 1000)], vec![req(0, 1700); 1000]];
     let cfg = SimConfig {
         shapers: vec![
-            vec![StageShaping {
+            vec![Bucket {
                 rate: 1e6,
                 burst: 1000.0,
             }],

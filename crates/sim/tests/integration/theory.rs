@@ -3,14 +3,14 @@
 //! priority queue (Cobham's formulas).
 
 use crate::common::{close, exp_size, mean, network, poisson, size_workloads};
-use tailbound_sim::{simulate, Service, SimConfig};
+use tailbound_sim::{simulate, SimConfig, Transmission};
 
 const RATE: f64 = 1e9; // [bytes/s]
 const MEAN_SIZE: f64 = 1e6; // [bytes] → mean service 1 ms, μ = 1000/s
 
 fn fluid() -> SimConfig {
     SimConfig {
-        service: Service::Fluid,
+        transmission: Transmission::Fluid,
         ..SimConfig::default()
     }
 }

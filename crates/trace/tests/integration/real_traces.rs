@@ -13,12 +13,7 @@ fn trace0000_has_2871_requests() {
 
 #[test]
 fn all_42_traces_parse_sorted_within_the_documented_ranges() {
-    let mut files: Vec<_> = std::fs::read_dir(msr_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    files.sort();
+    let files = tailbound_trace::list_traces(&msr_dir()).unwrap();
     assert_eq!(files.len(), 42);
     for f in &files {
         let t = read_trace(f).unwrap_or_else(|e| panic!("{e}"));

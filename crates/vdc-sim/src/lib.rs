@@ -41,6 +41,10 @@
 //! cut allocation and keep the appliance saturated for several intervals after a revert. Some
 //! carry-over is kept because a multi-resource bucket binds on whichever hop the interval's
 //! request mix under-estimated; without it flows deliver ~90% of their allocation.
+//!
+//! This crate shares the [`EventQueue`] with the trace replay of `tailbound-sim` and nothing
+//! else: the replay is open loop through a network of queues, this is Pulsar's closed loop.
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tailbound_allocation::vdc::{Charge, Datacenter, ResourceKind};
@@ -48,6 +52,7 @@ use tailbound_allocation::{Controller, ControllerConfig, FlowReport, FlowSample}
 use tailbound_curves::work::TokenCost;
 use tailbound_model::{Op, Request};
 use tailbound_shaping::MultiBucket;
+use tailbound_sim::EventQueue;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -74,16 +79,12 @@ pub enum Isolation {
     NetworkOnly,
 }
 
-impl Isolation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Isolation::Pulsar => "pulsar",
-            Isolation::None => "none",
-            Isolation::PerAppliance => "per-appliance",
-            Isolation::NetworkOnly => "network-only",
-        }
-    }
-}
+tailbound_model::names!(Isolation, "isolation mode", {
+    Pulsar => "pulsar",
+    None => "none",
+    PerAppliance => "per-appliance",
+    NetworkOnly => "network-only",
+});
 
 /// An appliance's real behaviour: work per request (in the unit of `rate`) and service rate.
 #[derive(Debug, Clone, PartialEq)]
@@ -379,8 +380,7 @@ struct Sim<'a> {
     servers: Vec<Server>,
     reqs: Vec<Req>,
     free: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    queue: EventQueue<Ev>,
     events: u64,
     end_ns: u64,
     controller: Option<Controller>,
@@ -483,8 +483,7 @@ impl<'a> Sim<'a> {
             servers,
             reqs: Vec::new(),
             free: Vec::new(),
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
             events: 0,
             end_ns,
             controller,
@@ -505,12 +504,11 @@ impl<'a> Sim<'a> {
     }
 
     fn push(&mut self, at: u64, ev: Ev) {
-        self.heap.push(Reverse((at, self.seq, ev)));
-        self.seq += 1;
+        self.queue.push(at, ev);
     }
 
     fn run(&mut self) -> Result<(), VdcSimError> {
-        while let Some(Reverse((now, _, ev))) = self.heap.pop() {
+        while let Some((now, ev)) = self.queue.pop() {
             if now > self.end_ns {
                 break;
             }

@@ -13,15 +13,18 @@
 //! 2·mtu/R per queue crossed (the packetizer term of network calculus; ≤ 24 µs per hop at
 //! 1 Gbit/s) and 1 µs for the engine's ns rounding.
 //!
-//! CI runs [`DEFAULT_CASES`] seeded cases; `TAILBOUND_SOUNDNESS_CASES=5000 cargo test
-//! --release -p tailbound-sim soundness` is the nightly size, and
+//! It lives with the experiments because it joins scenario files, the calculus and the
+//! simulator, which do not know each other. CI runs [`DEFAULT_CASES`] seeded cases;
+//! `TAILBOUND_SOUNDNESS_CASES=5000 cargo test --release -p tailbound-experiments soundness` is
+//! the nightly size, and
 //! `TAILBOUND_SOUNDNESS_SEED=n` varies the seeds. A failure prints the case's scenario file.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
-use tailbound_calculus::{bound_all, Bound, BoundOptions, Method};
-use tailbound_sim::{packetization_allowance_s, Plan, Replay, ReplayPart, Service, ETHERNET_MTU};
+use tailbound_calculus::{bound_all, packetization_allowance_s, Bound, BoundOptions, Method};
+use tailbound_model::{ETHERNET_MTU_BYTES, SLO_WINDOW_S};
+use tailbound_sim::{Plan, Replay, Transmission};
 
 const DEFAULT_CASES: u64 = 200;
 /// MMPP counting interval of the characterization. SNC-Meister's 1 s cannot see states that
@@ -122,21 +125,21 @@ fn simulated_latency_never_exceeds_the_dnc_or_snc_meister_bound() {
         let scenario = tailbound_scenario::own::parse_toml(Path::new("soundness.toml"), &text)
             .unwrap_or_else(|e| panic!("case {case} (seed {seed}): {e}\n{text}"));
         let net = &scenario.network;
-        let replay = Replay::load(&scenario, ReplayPart::Whole).unwrap();
+        let replay =
+            Replay::new(net, scenario.replay_requests().unwrap(), scenario.works()).unwrap();
         let sim = replay
             .run(
-                &Plan::all(&scenario),
-                Service::Chunked {
-                    mtu_bytes: ETHERNET_MTU,
+                &Plan::all(net),
+                Transmission::Chunked {
+                    mtu_bytes: ETHERNET_MTU_BYTES,
                 },
-                180.0,
+                SLO_WINDOW_S,
             )
             .unwrap();
-        let packets = packetization_allowance_s(&scenario, ETHERNET_MTU);
         let dnc = bound_all(net, Method::Dnc, &opts).unwrap();
         let snc = bound_all(net, Method::SncMeister, &opts).unwrap();
         for (ti, t) in sim.tenants.iter().enumerate() {
-            let allowance = packets[ti];
+            let allowance = packetization_allowance_s(net, ti, ETHERNET_MTU_BYTES);
             let fail = |what: &str, measured: f64, bound: f64| -> String {
                 format!(
                     "case {case} (seed {seed}): tenant {} simulated {what} {measured:.6e} s > \
