@@ -6,6 +6,7 @@ mod bound;
 mod common;
 mod curve;
 mod demo;
+mod enforce;
 mod errors;
 mod experiment;
 mod place;
