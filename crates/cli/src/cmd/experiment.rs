@@ -28,6 +28,9 @@ pub enum ExperimentCommand {
     Admission(super::experiment_admission::AdmissionArgs),
     /// workload-compactor Fig. 6/11/12/13: servers used by WorkloadCompactor vs the baselines
     Placement(super::experiment_placement::PlacementArgs),
+    /// EyeQ: a TCP tenant beside a bursty UDP blaster, and memcached's tail, with and
+    /// without EyeQ's receiver-driven rate control (simulator)
+    Eyeq(super::experiment_eyeq::EyeqArgs),
 }
 
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
@@ -35,6 +38,7 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
         ExperimentCommand::Vdc(c) => super::experiment_vdc::run(c),
         ExperimentCommand::Admission(a) => super::experiment_admission::run_admission(a),
         ExperimentCommand::Placement(a) => super::experiment_placement::run_placement(a),
+        ExperimentCommand::Eyeq(a) => super::experiment_eyeq::run_eyeq(a),
         ExperimentCommand::BoundsTenants(a) => {
             let cfg = a.common.config()?;
             let counts: Vec<usize> = match a.tenants {

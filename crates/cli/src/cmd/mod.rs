@@ -10,6 +10,7 @@ pub mod enforce;
 pub mod enforcer;
 pub mod experiment;
 pub mod experiment_admission;
+pub mod experiment_eyeq;
 pub mod experiment_placement;
 pub mod experiment_vdc;
 pub mod place;
