@@ -104,6 +104,17 @@ impl Files {
                 "limits": [{"flow": "nosuch", "stage": "net-in", "rate": 1e6, "burst": 1e4}]}]}"#,
         );
         w("decisions-syntax.json", "{\"tenants\": 3}");
+        w(
+            "alloc-weight.json",
+            r#"{"resources": [{"name": "r", "capacity": 1000}],
+                "flows": [{"name": "f", "weight": 1e-100, "demand": {"r": 800}},
+                          {"name": "g", "demand": {"r": 600}}]}"#,
+        );
+        w(
+            "alloc-tenant.json",
+            r#"{"resources": [{"name": "r", "capacity": 1000}], "tenants": [{"name": "a"}],
+                "flows": [{"name": "f", "tenant": "b", "demand": {"r": 800}}]}"#,
+        );
         Files { dir }
     }
 
@@ -781,6 +792,18 @@ const CASES: &[Case] = &[
         &["alloc", "@alloc-resource.json"],
         2,
         &["\"q\""],
+    ),
+    (
+        "alloc weight 1e-100",
+        &["alloc", "@alloc-weight.json"],
+        2,
+        &["\"f\"", "1e-100", "1e-3 to 1e3"],
+    ),
+    (
+        "alloc flow of an unlisted tenant",
+        &["alloc", "@alloc-tenant.json"],
+        2,
+        &["unknown tenant \"b\"", "known: a"],
     ),
     (
         "alloc missing input",
