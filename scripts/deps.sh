@@ -38,5 +38,14 @@ else
   exit 2
 fi
 echo "installing ${missing[*]}" >&2
-"${as_root[@]}" apt-get update
-DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y "${missing[@]}"
+# Another apt (unattended upgrades on a new machine) may hold apt's locks for a while: the
+# install waits for dpkg's lock itself; `update` does not, so it is retried for up to 10 min.
+for attempt in $(seq 1 120); do
+  "${as_root[@]}" apt-get update && break
+  if [ "$attempt" -eq 120 ]; then
+    echo "error: apt-get update kept failing for 10 minutes (see above)" >&2
+    exit 2
+  fi
+  sleep 5
+done
+DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y "${missing[@]}"

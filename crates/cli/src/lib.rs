@@ -69,6 +69,9 @@ pub enum Command {
     /// Measure RTT distributions of TCP and UDP exchanges (the tail-latency study)
     #[command(subcommand)]
     Probe(cmd::probe::ProbeCommand),
+    /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
+    #[command(subcommand)]
+    Enforce(cmd::enforce::EnforceCommand),
 }
 
 /// Runs one parsed command.
@@ -85,6 +88,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Place(a) => cmd::place::run(a),
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
+        Command::Enforce(c) => cmd::enforce::run(c),
     }
 }
 

@@ -229,3 +229,23 @@ pub struct PriorityChange {
     pub old: u32,
     pub new: u32,
 }
+
+/// `tailbound enforce apply --json` and `tailbound enforce remove --json`: what each interface
+/// went through, in host-map order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnforceReport {
+    /// tc commands run over all interfaces
+    pub changes: usize,
+    pub interfaces: Vec<tailbound_dataplane::tc::InterfaceReport>,
+    /// limits of the decisions tc does not enforce (storage), and why
+    #[serde(default)]
+    pub unenforced: Vec<tailbound_enforce_plan::planner::Unenforced>,
+}
+
+/// `tailbound enforce status --json`: how far each interface is from the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnforceStatusReport {
+    /// whether any interface differs from the plan (exit code 1)
+    pub drift: bool,
+    pub interfaces: Vec<tailbound_dataplane::tc::InterfaceStatus>,
+}

@@ -118,3 +118,108 @@ pub enum ProbeError {
     #[error(transparent)]
     Netns(#[from] NetnsError),
 }
+
+/// Why tc enforcement could not read, apply, check or remove a configuration. Errors after a
+/// change started say which configuration the host is left at.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TcError {
+    #[error("cannot run `{program}`: {source}; tc comes with iproute2 (apt-get install -y iproute2); nothing was changed")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("host {host:?}: interface {interface:?} does not exist{}; check the host map (nothing was changed)", in_ns(netns))]
+    NoInterface {
+        host: String,
+        interface: String,
+        netns: Option<String>,
+    },
+    #[error(
+        "host {host:?}: {source}; does the namespace exist (ip netns list)? Nothing was changed"
+    )]
+    Netns {
+        host: String,
+        #[source]
+        source: NetnsError,
+    },
+    #[error("host {host:?} interface {interface:?}: cannot read its tc configuration over netlink: {source}")]
+    Read {
+        host: String,
+        interface: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("host {host:?} interface {interface:?} has a root qdisc `{kind} {handle:x}:` that tailbound did not create and could not restore on remove; delete it (tc qdisc del dev {interface} root) or leave the interface out of the host map; nothing was changed")]
+    Foreign {
+        host: String,
+        interface: String,
+        kind: String,
+        handle: u16,
+    },
+    #[error("host {host:?} interface {interface:?}: `tc {command}` failed: {message}; {state}")]
+    Failed {
+        host: String,
+        interface: String,
+        command: String,
+        message: String,
+        state: String,
+    },
+    #[error("host {host:?} interface {interface:?}: after the batch the kernel differs from the plan ({difference}); {state}")]
+    Verify {
+        host: String,
+        interface: String,
+        difference: String,
+        state: String,
+    },
+    #[error("host {host:?} interface {interface:?}: tc did not finish within {seconds} s and was killed; {state}")]
+    Timeout {
+        host: String,
+        interface: String,
+        seconds: u64,
+        state: String,
+    },
+    #[error("cannot {what} {path}: {source}")]
+    Record {
+        what: &'static str,
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a record tailbound wrote ({message}); delete it to start over (remove can then not restore what the interface had before)")]
+    BadRecord {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    #[error("another tailbound is changing host {host:?} interface {interface:?} (lock {path} held for {seconds} s); try again when it is done")]
+    Busy {
+        host: String,
+        interface: String,
+        path: std::path::PathBuf,
+        seconds: u64,
+    },
+    #[error("a tc worker thread panicked: {0}")]
+    Panicked(String),
+}
+
+fn in_ns(netns: &Option<String>) -> String {
+    match netns {
+        Some(ns) => format!(" in network namespace {ns:?}"),
+        None => String::new(),
+    }
+}
+
+/// A host map file that cannot be read or is not valid.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostMapFileError {
+    #[error("cannot read host map {path}: {source}")]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Invalid(#[from] tailbound_enforce_plan::HostMapError),
+}

@@ -1,19 +1,24 @@
-//! tailbound's real network code. Today: the tail-latency probe ([`probe`]), which measures RTT
+//! tailbound's real network code: the tail-latency probe ([`probe`]), which measures RTT
 //! distributions of TCP and UDP request-response exchanges over loopback or between two
-//! network namespaces ([`netns`]), and RDMA detection ([`rdma`]).
+//! network namespaces ([`netns`]); tc enforcement of decisions on real interfaces ([`tc`]:
+//! read over netlink, apply in one `tc -batch`, verify, roll back, remove); senders' DSCP marks
+//! ([`tos`]); and RDMA detection ([`rdma`]).
 //!
-//! Policy (whom to admit, which rates) is decided elsewhere (calculus, policy crates); the
-//! `tailbound probe` command, its tables and plots live in the CLI. The tc/HTB enforcement of
-//! decisions and the enforcer proxy will live here too.
+//! Policy (whom to admit, which rates) is decided elsewhere (calculus, policy crates); what tc
+//! configuration enforces it is planned in `tailbound-enforce-plan` (no I/O); the `tailbound
+//! probe` and `tailbound enforce` commands, their tables and plots live in the CLI. The
+//! enforcer proxy will live here too.
 //!
 //! Main entry points: [`probe::run_probe`] for one [`probe::ProbeSpec`] on [`probe::Hosts`],
 //! [`probe::run_sweep`] for a [`probe::SweepPlan`], [`probe::server::Server`] and
-//! [`probe::client::run`] for the two halves on separate machines. Errors: [`ProbeError`],
-//! [`NetnsError`].
+//! [`probe::client::run`] for the two halves on separate machines; [`tc::Enforcer`] for
+//! apply/status/remove of plans. Errors: [`ProbeError`], [`NetnsError`], [`TcError`].
 
 pub mod error;
 pub mod netns;
 pub mod probe;
 pub mod rdma;
+pub mod tc;
+pub mod tos;
 
-pub use error::{NetnsError, ProbeError};
+pub use error::{HostMapFileError, NetnsError, ProbeError, TcError};

@@ -1,5 +1,6 @@
 //! Where the test data lives: `shared/` beside the repository, holding the production traces
-//! (`traces/msr-production/`) and the original tools' outputs (`reference/`).
+//! (`traces/msr-production/`) and the original tools' outputs (`reference/`); and the small
+//! helpers tests of several crates share (root-only tests, decisions to enforce).
 //!
 //! Only tests, benches and examples depend on this crate. The data is not committed to the
 //! project; it is present on every developer machine and in CI. Functions panic with a message
@@ -69,6 +70,41 @@ fn effective_uid() -> Option<u32> {
 /// The original tools' outputs (`shared/reference/`).
 pub fn reference_dir() -> PathBuf {
     shared_dir().join("reference")
+}
+
+/// A tenant's decision for tests: admitted at `priority`, one token bucket per
+/// `(stage, rate [bytes/s], burst [bytes])`, on flow `<name>-<stage>`.
+pub fn tenant_decision(
+    name: &str,
+    priority: u32,
+    limits: &[(tailbound_model::Stage, f64, f64)],
+) -> tailbound_model::TenantDecision {
+    tailbound_model::TenantDecision {
+        name: name.into(),
+        admitted: true,
+        priority: Some(priority),
+        server: None,
+        limits: limits
+            .iter()
+            .map(|&(stage, rate, burst)| tailbound_model::RateLimit {
+                flow: format!("{name}-{stage}"),
+                stage,
+                bucket: tailbound_model::Bucket::new(rate, burst),
+            })
+            .collect(),
+    }
+}
+
+/// Decisions of a test policy over `tenants`.
+pub fn decisions(
+    tenants: Vec<tailbound_model::TenantDecision>,
+    excess: tailbound_model::Excess,
+) -> tailbound_model::Decisions {
+    tailbound_model::Decisions {
+        policy: "test".into(),
+        tenants,
+        excess,
+    }
 }
 
 #[cfg(test)]

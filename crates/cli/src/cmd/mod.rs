@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod bound;
 pub mod curve;
 pub mod demo;
+pub mod enforce;
 pub mod experiment;
 pub mod experiment_admission;
 pub mod experiment_placement;

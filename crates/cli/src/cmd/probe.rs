@@ -124,6 +124,31 @@ pub struct ClientOpts {
     /// pin the client's pair threads to these CPUs (pair i on the i-th, round robin)
     #[arg(long, value_name = "CPUS", value_delimiter = ',')]
     pub pin_client: Vec<usize>,
+    /// mark every request with the DSCP of this priority level (0 highest to 62), as a tenant
+    /// at that level does; switch ports of `tailbound enforce` classify on it
+    #[arg(long, value_name = "P", value_parser = parse_priority_tos, conflicts_with = "tos")]
+    pub priority: Option<u8>,
+    /// mark every request with this TOS byte (0 to 255, decimal or 0x hex)
+    #[arg(long, value_name = "TOS", value_parser = parse_tos)]
+    pub tos: Option<u8>,
+}
+
+/// The TOS byte of a priority level.
+fn parse_priority_tos(s: &str) -> Result<u8, String> {
+    let p: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid priority {s:?}; expected a level from 0 (highest) to 62"))?;
+    tailbound_dataplane::tos::tos_for(p).map_err(|e| e.to_string())
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = match t.strip_prefix("0x") {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => t.parse(),
+    };
+    v.map_err(|_| format!("invalid TOS {s:?}; expected a byte, 0 to 255 (e.g. 0xb8)"))
 }
 
 impl ClientOpts {
@@ -279,6 +304,7 @@ fn client_cmd(a: ClientArgs) -> anyhow::Result<Outcome> {
                 netns: None,
                 cpus: a.exchange.client.pin_client.clone(),
                 timeout_s: a.exchange.client.timeout,
+                tos: a.exchange.client.priority.or(a.exchange.client.tos),
             },
             &ctl,
         )
@@ -307,6 +333,7 @@ fn run_options(c: &ClientOpts, h: &HostArgs) -> RunOptions {
         timeout_s: c.timeout,
         client_cpus: c.pin_client.clone(),
         server_cpus: h.pin_server.clone(),
+        tos: c.priority.or(c.tos),
         port: h.port,
     }
 }

@@ -34,6 +34,8 @@ pub struct ClientConfig {
     pub cpus: Vec<usize>,
     /// TCP: give up when a reply takes longer; UDP: count it lost [s]
     pub timeout_s: f64,
+    /// the TOS byte of every request (a tenant's DSCP, [`crate::tos`]); `None`: unmarked
+    pub tos: Option<u8>,
 }
 
 /// What the pairs measured together.
@@ -61,6 +63,7 @@ struct Job {
     timeout: Duration,
     protocol: Protocol,
     server: SocketAddr,
+    tos: Option<u8>,
 }
 
 impl Job {
@@ -191,6 +194,7 @@ pub fn run(
                 timeout: Duration::from_secs_f64(cfg.timeout_s),
                 protocol: spec.protocol,
                 server: cfg.server,
+                tos: cfg.tos,
             }
         })
         .collect();
@@ -230,12 +234,18 @@ fn connect(job: &Job) -> Result<Conn, ProbeError> {
             let s =
                 TcpStream::connect_timeout(&job.server, job.timeout.max(Duration::from_secs(1)))
                     .map_err(connect_err)?;
+            if let Some(t) = job.tos {
+                crate::tos::set_tos(&s, t).map_err(connect_err)?;
+            }
             s.set_nodelay(true).map_err(connect_err)?;
             s.set_read_timeout(Some(job.timeout)).map_err(connect_err)?;
             Ok(Conn::Tcp(s))
         }
         Protocol::Udp => {
             let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(connect_err)?;
+            if let Some(t) = job.tos {
+                crate::tos::set_tos(&s, t).map_err(connect_err)?;
+            }
             handshake(&s, job.server).map_err(|e| match e {
                 Some(source) => connect_err(source),
                 None => ProbeError::Handshake {

@@ -264,6 +264,8 @@ pub struct RunOptions {
     pub client_cpus: Vec<usize>,
     /// CPUs for the server's threads; empty = unpinned
     pub server_cpus: Vec<usize>,
+    /// the TOS byte the client's requests carry ([`crate::tos`]); `None`: unmarked
+    pub tos: Option<u8>,
     /// server port; 0 = any free port
     pub port: u16,
 }
@@ -274,6 +276,7 @@ impl Default for RunOptions {
             timeout_s: 2.0,
             client_cpus: Vec::new(),
             server_cpus: Vec::new(),
+            tos: None,
             port: 0,
         }
     }
@@ -405,6 +408,7 @@ pub fn run_probe(
             netns: hosts.client_ns(),
             cpus: opts.client_cpus.clone(),
             timeout_s: opts.timeout_s,
+            tos: opts.tos,
         },
         ctl,
     );

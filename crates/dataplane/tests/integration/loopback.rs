@@ -120,6 +120,7 @@ fn a_missing_server_is_a_connect_error_not_a_hang() {
             netns: None,
             cpus: vec![],
             timeout_s: 1.0,
+            tos: None,
         },
         &Arc::new(Control::new()),
     )

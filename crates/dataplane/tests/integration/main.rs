@@ -1,4 +1,7 @@
-//! Real exchanges over loopback and between network namespaces, with small counts.
+//! Real exchanges over loopback and between network namespaces, with small counts; tc
+//! enforcement on real interfaces in namespaces.
 
 mod loopback;
 mod netns;
+mod shaping;
+mod tc;
