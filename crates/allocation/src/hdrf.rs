@@ -268,9 +268,10 @@ impl<'a> Hdrf<'a> {
         for &i in &self.t_flows[self.t_flows_off[t]..self.t_flows_off[t + 1]] {
             let i = i as usize;
             if self.active[i] {
-                for k in offsets[i]..offsets[i + 1] {
-                    if self.slot_of[k] as usize == s {
-                        beta += self.r[i] * demand[k];
+                let entries = offsets[i]..offsets[i + 1];
+                for (&slot, &d) in self.slot_of[entries.clone()].iter().zip(&demand[entries]) {
+                    if slot as usize == s {
+                        beta += self.r[i] * d;
                     }
                 }
             }

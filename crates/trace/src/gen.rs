@@ -4,7 +4,7 @@
 //! `seed_from_u64(seed)`; no global RNG). Times are generated in continuous time, rounded to
 //! integer nanoseconds (so the trace is sorted), and cover `[0, duration_s)`. Sizes are
 //! rounded to whole bytes and clamped to `[1 B, 1 GiB]`. A spec expected to produce more than
-//! [`MAX_REQUESTS`](crate::MAX_REQUESTS) requests (what a trace may hold) or
+//! [`crate::MAX_REQUESTS`] requests (what a trace may hold) or
 //! [`MAX_EVENTS`] events is refused before anything is generated, and generation stops with an
 //! error if a draw exceeds the former anyway.
 //!
