@@ -2,10 +2,13 @@
 //!
 //! This crate holds no logic of its own beyond formatting. Each subcommand lives in
 //! [`cmd`]; the structures printed with `--json` live in [`report`] so that tests (and other
-//! tools) can deserialize them; tables in [`table`]. Exit codes: 0 ok, 1 checked and failed,
-//! 2 error (printed once on stderr).
+//! tools) can deserialize them; tables in [`table`]. Everything written (stdout, files,
+//! stderr notes) goes through [`output`]. Exit codes: 0 ok (also when stdout's reader went
+//! away), 1 checked and failed, 2 error (printed once on stderr).
 
+pub mod args;
 pub mod cmd;
+pub mod output;
 pub mod report;
 pub mod table;
 

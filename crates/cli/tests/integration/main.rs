@@ -3,6 +3,7 @@
 
 mod alloc;
 mod bound;
+mod catalogue;
 mod common;
 mod curve;
 mod demo;
