@@ -66,9 +66,7 @@ pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
     }
     let decisions = engine.decisions();
     if let Some(path) = &a.decisions_out {
-        let text = serde_json::to_string_pretty(&decisions)?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("cannot write decisions to {}", path.display()))?;
+        crate::output::write_json(path, &decisions)?;
     }
     let report = AdmitReport {
         scenario: display_name(&a.scenario),
@@ -80,7 +78,7 @@ pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
+        crate::output::print(&table(&report))?;
     }
     Ok(Outcome::Ok)
 }

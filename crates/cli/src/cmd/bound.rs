@@ -76,7 +76,7 @@ pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
+        crate::output::print(&table(&report))?;
     }
     let all_met = report.tenants.iter().all(|t| t.meets_slo);
     Ok(if all_met {

@@ -3,6 +3,7 @@
 
 mod alloc;
 mod bound;
+mod catalogue;
 mod common;
 mod curve;
 mod demo;
@@ -13,3 +14,4 @@ mod place;
 mod probe;
 mod simulate;
 mod trace;
+mod vdc;

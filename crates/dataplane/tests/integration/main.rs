@@ -2,6 +2,7 @@
 //! enforcement on real interfaces in namespaces.
 
 mod loopback;
+mod memcache;
 mod netns;
 mod shaping;
 mod tc;
