@@ -169,6 +169,7 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
         print_json(&dc)?;
         return Ok(Outcome::Ok);
     }
+    let mut text = String::new();
     let rows: Vec<Vec<String>> = dc
         .resources
         .iter()
@@ -181,9 +182,7 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        render(
+    text.push_str(&render(
             &[
                 "resource",
                 "capacity [tokens/s]",
@@ -191,9 +190,8 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
                 "capacity"
             ],
             &rows
-        )
-    );
-    println!();
+        ));
+    text.push('\n');
     let rows: Vec<Vec<String>> = dc
         .tenants
         .iter()
@@ -209,9 +207,7 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
             })
         })
         .collect();
-    print!(
-        "{}",
-        render(
+    text.push_str(&render(
             &[
                 "tenant",
                 "kind",
@@ -220,9 +216,8 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
                 "max [tokens/s]"
             ],
             &rows
-        )
-    );
-    println!();
+        ));
+    text.push('\n');
     let rows: Vec<Vec<String>> = (0..dc.flows.len())
         .map(|i| {
             let path: Vec<String> = (0..dc.flows[i].hops.len())
@@ -238,18 +233,16 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
             vec![flow_name(&dc, i), path.join(" → ")]
         })
         .collect();
-    print!(
-        "{}",
-        render(&["flow", "path: physical(virtual) per hop"], &rows)
-    );
-    println!(
-        "\n{}: {} servers, {} appliances, {} tenants, {} flows: valid",
+    text.push_str(&render(&["flow", "path: physical(virtual) per hop"], &rows));
+    text.push_str(&format!(
+        "\n{}: {} servers, {} appliances, {} tenants, {} flows: valid\n",
         a.file.display(),
         dc.servers.len(),
         dc.appliance_resource.len(),
         dc.tenants.len(),
         dc.flows.len()
-    );
+    ));
+    crate::output::print(&text)?;
     Ok(Outcome::Ok)
 }
 
@@ -317,6 +310,7 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
+        let mut text = String::new();
         let rows: Vec<Vec<String>> = report
             .flows
             .iter()
@@ -334,9 +328,7 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
                 })
             })
             .collect();
-        print!(
-            "{}",
-            render(
+        text.push_str(&render(
                 &[
                     "flow",
                     "physical",
@@ -347,9 +339,8 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
                     "allocated [tokens/s]"
                 ],
                 &rows
-            )
-        );
-        println!();
+            ));
+        text.push('\n');
         let rows: Vec<Vec<String>> = report
             .resources
             .iter()
@@ -365,9 +356,7 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
                 ]
             })
             .collect();
-        print!(
-            "{}",
-            render(
+        text.push_str(&render(
                 &[
                     "resource",
                     "capacity [tokens/s]",
@@ -375,8 +364,8 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
                     "used [%]"
                 ],
                 &rows
-            )
-        );
+            ));
+        crate::output::print(&text)?;
         if !report.overcommitted.is_empty() {
             eprintln!(
                 "guarantees exceed the capacity of {}: those VDCs cannot all be met",
