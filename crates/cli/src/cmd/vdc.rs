@@ -183,14 +183,14 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
         })
         .collect();
     text.push_str(&render(
-            &[
-                "resource",
-                "capacity [tokens/s]",
-                "max [tokens/s]",
-                "capacity"
-            ],
-            &rows
-        ));
+        &[
+            "resource",
+            "capacity [tokens/s]",
+            "max [tokens/s]",
+            "capacity",
+        ],
+        &rows,
+    ));
     text.push('\n');
     let rows: Vec<Vec<String>> = dc
         .tenants
@@ -208,15 +208,15 @@ fn check(a: CheckArgs) -> anyhow::Result<Outcome> {
         })
         .collect();
     text.push_str(&render(
-            &[
-                "tenant",
-                "kind",
-                "virtual resource",
-                "guarantee [tokens/s]",
-                "max [tokens/s]"
-            ],
-            &rows
-        ));
+        &[
+            "tenant",
+            "kind",
+            "virtual resource",
+            "guarantee [tokens/s]",
+            "max [tokens/s]",
+        ],
+        &rows,
+    ));
     text.push('\n');
     let rows: Vec<Vec<String>> = (0..dc.flows.len())
         .map(|i| {
@@ -329,17 +329,17 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
             })
             .collect();
         text.push_str(&render(
-                &[
-                    "flow",
-                    "physical",
-                    "virtual",
-                    "charge",
-                    "demand [tokens/s]",
-                    "guaranteed [tokens/s]",
-                    "allocated [tokens/s]"
-                ],
-                &rows
-            ));
+            &[
+                "flow",
+                "physical",
+                "virtual",
+                "charge",
+                "demand [tokens/s]",
+                "guaranteed [tokens/s]",
+                "allocated [tokens/s]",
+            ],
+            &rows,
+        ));
         text.push('\n');
         let rows: Vec<Vec<String>> = report
             .resources
@@ -357,14 +357,14 @@ fn alloc(a: AllocArgs) -> anyhow::Result<Outcome> {
             })
             .collect();
         text.push_str(&render(
-                &[
-                    "resource",
-                    "capacity [tokens/s]",
-                    "allocated [tokens/s]",
-                    "used [%]"
-                ],
-                &rows
-            ));
+            &[
+                "resource",
+                "capacity [tokens/s]",
+                "allocated [tokens/s]",
+                "used [%]",
+            ],
+            &rows,
+        ));
         crate::output::print(&text)?;
         if !report.overcommitted.is_empty() {
             eprintln!(
