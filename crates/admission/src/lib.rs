@@ -3,12 +3,13 @@
 //! and admitted tenants get a priority (and, for the DNC baselines, rate limits) that the
 //! enforcers and the simulator apply.
 //!
-//! One engine, [`Admission`], four [`Policy`]s that differ only in how they bound a candidate
+//! One engine, [`Admission`], five [`Policy`]s that differ only in how they bound a candidate
 //! set of tenants:
 //!
 //! | policy | levels | rate limits per flow | check |
 //! |---|---|---|---|
 //! | [`Policy::SncMeister`] | dense rank of SLO | none | SNC-Meister's SNC analysis (§4.1, §4.2 groups) |
+//! | [`Policy::SncMartingale`] | dense rank of SLO | none | the martingale SNC analysis (`calculus::martingale`, groups) |
 //! | [`Policy::PriorityMeister`] | dense rank of SLO | the r-b curve, pruned to [`PM_BUCKETS`] buckets, from Silo++'s rate up | DNC with priorities |
 //! | [`Policy::SiloPlusPlus`] | one level | effective bandwidth, one-packet burst | DNC queueing + shaper delay |
 //! | [`Policy::QjumpPlusPlus`] | [`QJUMP_LEVELS`] fixed levels | the level's rate, one-packet burst | DNC with priorities + shaper delay |
@@ -49,6 +50,9 @@ pub enum Policy {
     /// QJump with fixed levels, each tenant at the first level that meets its SLO
     #[serde(rename = "qjump++")]
     QjumpPlusPlus,
+    /// SNC-Meister's admission with the martingale bounds of `calculus::martingale`
+    #[serde(rename = "snc-martingale")]
+    SncMartingale,
 }
 
 tailbound_model::names!(Policy, "policy", {
@@ -56,7 +60,15 @@ tailbound_model::names!(Policy, "policy", {
     PriorityMeister => "priority-meister",
     SiloPlusPlus => "silo++",
     QjumpPlusPlus => "qjump++",
+    SncMartingale => "snc-martingale",
 });
+
+impl Policy {
+    /// Whether the policy bounds with stochastic network calculus (MMPPs, no rate limits).
+    pub fn is_snc(self) -> bool {
+        matches!(self, Policy::SncMeister | Policy::SncMartingale)
+    }
+}
 
 /// Why a decision could not be made (as opposed to a rejection, which is an outcome).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

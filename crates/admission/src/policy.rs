@@ -34,6 +34,7 @@ pub(crate) struct Verdict {
 fn method(policy: Policy) -> Method {
     match policy {
         Policy::SncMeister => Method::SncMeister,
+        Policy::SncMartingale => Method::SncMartingale,
         _ => Method::Dnc,
     }
 }
@@ -41,7 +42,7 @@ fn method(policy: Policy) -> Method {
 pub(crate) fn check_models(net: &Network, policy: Policy) -> Result<(), AdmissionError> {
     for f in &net.flows {
         let (missing, model) = match policy {
-            Policy::SncMeister => (f.mmpp.is_none(), "MMPP"),
+            Policy::SncMeister | Policy::SncMartingale => (f.mmpp.is_none(), "MMPP"),
             _ => (f.arrival.is_none(), "arrival curve"),
         };
         if missing {
@@ -62,7 +63,7 @@ pub(crate) fn levels(
     admitted: &HashMap<usize, Grant>,
 ) -> HashMap<usize, u32> {
     match policy {
-        Policy::SncMeister | Policy::PriorityMeister => {
+        Policy::SncMeister | Policy::SncMartingale | Policy::PriorityMeister => {
             let mut ids: Vec<usize> = admitted.keys().copied().collect();
             ids.sort_unstable();
             let (sub, _) = net.subset(&ids);
@@ -181,7 +182,7 @@ pub(crate) fn decide(
     let flows = &net.tenants[newcomer].flows;
     let slo_s = net.tenants[newcomer].slo.latency_s;
     let candidates: Vec<Result<Grant, String>> = match policy {
-        Policy::SncMeister => vec![Ok(Grant {
+        Policy::SncMeister | Policy::SncMartingale => vec![Ok(Grant {
             level: 0,
             buckets: vec![Vec::new(); flows.len()],
             shaper_delay_s: 0.0,
@@ -319,7 +320,7 @@ pub(crate) fn bound_set(
             spec.group = Some(group.clone());
         }
         match policy {
-            Policy::SncMeister | Policy::PriorityMeister => {}
+            Policy::SncMeister | Policy::SncMartingale | Policy::PriorityMeister => {}
             Policy::SiloPlusPlus | Policy::QjumpPlusPlus => spec.priority = Some(grant.level),
         }
         for (&f, buckets) in spec.flows.iter().zip(&grant.buckets) {

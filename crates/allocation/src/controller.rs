@@ -68,7 +68,8 @@ impl Default for ControllerConfig {
 }
 
 /// One interval's statistics of a flow from its enforcer, per hop of its path [tokens].
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlowReport {
     /// tokens its requests consumed (let through by the enforcer)
     pub utilization: Vec<f64>,
@@ -83,11 +84,13 @@ pub struct FlowReport {
     /// the interval cut into equal sub-interval samples, in order (pulsar §5: the enforcer's
     /// timer); empty: the interval is one sample. The capacity estimators count their
     /// "consistent readings" over these.
+    #[serde(default)]
     pub samples: Vec<FlowSample>,
 }
 
 /// One sub-interval of a flow's report, per hop [tokens].
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlowSample {
     /// tokens let through by the enforcer during the sample
     pub utilization: Vec<f64>,

@@ -59,6 +59,11 @@ struct Filler<'a> {
     /// d load / d λ
     slope: Vec<f64>,
     refl: Vec<f64>,
+    /// `slope` as last summed exactly (see [`Filler::freeze`])
+    exact: Vec<f64>,
+    /// flows on each resource and their demands ([`Problem`]'s transpose)
+    toff: &'a [usize],
+    tcol: &'a [(u32, f64)],
     /// active flows on each resource
     count: Vec<u32>,
     version: Vec<u32>,
@@ -81,7 +86,20 @@ impl Filler<'_> {
                 self.slope[j] = 0.0;
                 continue;
             }
-            self.slope[j] -= self.rate[i] * self.demand[k];
+            // Subtracting a large flow's term from the slope leaves a residue of about
+            // ε·(that term), which can exceed what the remaining flows contribute when
+            // demands and weights span many orders of magnitude: the resource would then
+            // saturate at the wrong level (over capacity, or leaving a flow short). When the
+            // slope drops below CANCEL of its last exact sum, it is summed again exactly
+            // (slopes only fall, so this happens a few times per resource).
+            let s = self.slope[j] - self.rate[i] * self.demand[k];
+            self.slope[j] = if s < CANCEL * self.exact[j] {
+                let exact = self.exact_slope(j);
+                self.exact[j] = exact;
+                exact
+            } else {
+                s
+            };
             if self.saturated[j] || self.slope[j] <= 0.0 {
                 continue;
             }
@@ -95,11 +113,26 @@ impl Filler<'_> {
     }
 }
 
+/// Below this fraction of its last exact sum, a resource's slope is summed again exactly.
+const CANCEL: f64 = 1e-3;
+
+impl Filler<'_> {
+    /// `d load / d λ` of resource `j`: the sum over its active flows.
+    fn exact_slope(&self, j: usize) -> f64 {
+        self.tcol[self.toff[j]..self.toff[j + 1]]
+            .iter()
+            .filter(|(i, _)| self.active[*i as usize])
+            .map(|&(i, d)| self.rate[i as usize] * d)
+            .sum()
+    }
+}
+
 /// Weighted DRF over `p`; see the module docs.
 pub fn drf(p: &Problem) -> Allocation {
     let m = p.flows();
     let n = p.resources();
     let (offsets, res, demand) = p.raw();
+    let (toff, tcol) = p.transpose();
     let mut f = Filler {
         offsets,
         res,
@@ -110,6 +143,9 @@ pub fn drf(p: &Problem) -> Allocation {
         x: vec![0.0; m],
         load: vec![0.0; n],
         slope: vec![0.0; n],
+        exact: Vec::new(),
+        toff: &toff,
+        tcol: &tcol,
         refl: vec![0.0; n],
         count: vec![0; n],
         version: vec![0; n],
@@ -136,6 +172,7 @@ pub fn drf(p: &Problem) -> Allocation {
             }
         }
     }
+    f.exact = f.slope.clone();
     done_at.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     for j in 0..n {
         if f.count[j] > 0 {
@@ -146,7 +183,6 @@ pub fn drf(p: &Problem) -> Allocation {
             });
         }
     }
-    let (toff, tcol) = p.transpose();
     let mut next_done = 0;
     let mut lambda: f64 = 0.0;
     loop {

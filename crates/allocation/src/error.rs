@@ -6,24 +6,26 @@
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AllocError {
-    /// A capacity is negative, infinite or NaN.
-    #[error("resource {resource:?}: capacity {value} is not allowed; expected a finite capacity >= 0 [tokens/s]")]
+    /// A capacity is outside 0 or [`MIN_QUANTITY`](crate::problem::MIN_QUANTITY) to
+    /// [`MAX_QUANTITY`](crate::problem::MAX_QUANTITY) (negative, tiny, huge, NaN).
+    #[error("resource {resource:?}: capacity {value:?} is not allowed; expected 0 or 1e-3 to 1e12 [tokens/s]")]
     Capacity {
         /// the resource's name (or index)
         resource: String,
         /// the rejected capacity [tokens/s]
         value: f64,
     },
-    /// A demand entry is negative, infinite or NaN.
-    #[error("flow {flow:?}: demand {value} on resource {resource:?} is not allowed; expected a finite demand >= 0 [tokens/s]")]
+    /// A demand entry is outside 0 or the quantity range (as [`AllocError::Capacity`]).
+    #[error("flow {flow:?}: demand {value:?} on resource {resource:?} is not allowed; expected 0 or 1e-3 to 1e12 [tokens/s]")]
     Demand {
         flow: String,
         resource: String,
         /// the rejected demand [tokens/s]
         value: f64,
     },
-    /// A weight is zero, negative, infinite or NaN.
-    #[error("{what} {name:?}: weight {value} is not allowed; expected a finite weight > 0")]
+    /// A weight is outside [`MIN_WEIGHT`](crate::problem::MIN_WEIGHT) to
+    /// [`MAX_WEIGHT`](crate::problem::MAX_WEIGHT) (zero, negative, tiny, huge, NaN).
+    #[error("{what} {name:?}: weight {value:?} is not allowed; expected 1e-3 to 1e3")]
     Weight {
         /// "flow" or "tenant"
         what: &'static str,

@@ -28,6 +28,9 @@ use std::collections::BinaryHeap;
 
 const REL: f64 = 1e-12;
 
+/// Below this fraction of its previous value, an incrementally updated sum is recomputed.
+const CANCEL: f64 = 1e-3;
+
 struct Hdrf<'a> {
     p: &'a Problem,
     cap: &'a [f64],
@@ -215,7 +218,11 @@ impl<'a> Hdrf<'a> {
         for k in self.t_slot_off[t]..self.t_slot_off[t + 1] {
             let j = self.slot_res[k] as usize;
             self.advance_res(j, lambda);
+            let before = self.slope[j];
             self.slope[j] -= self.slot_beta[k] * s;
+            if self.slope[j] < CANCEL * before {
+                self.slope[j] = self.exact_slope(j);
+            }
             self.mark_dirty(j);
         }
         self.t_slope[t] = 0.0;
@@ -233,17 +240,56 @@ impl<'a> Hdrf<'a> {
             let s = self.slot_of[k] as usize;
             self.slot_f[s] += xi * demand[k];
             self.slot_count[s] -= 1;
+            let before = self.slot_beta[s];
             self.slot_beta[s] = if self.slot_count[s] == 0 {
                 0.0
             } else {
                 self.slot_beta[s] - self.r[i] * demand[k]
             };
+            if self.slot_beta[s] < CANCEL * before {
+                self.slot_beta[s] = self.exact_beta(t, s);
+            }
             let j = res[k] as usize;
             self.count[j] -= 1;
             if self.count[j] == 0 {
                 self.slope[j] = 0.0;
             }
         }
+    }
+
+    /// `β` of slot `s` of tenant `t` summed exactly over its growing flows. Subtracting a
+    /// large flow's term leaves a residue of about ε·(that term), which can exceed what the
+    /// other flows contribute when weights and demands span many orders of magnitude; below
+    /// [`CANCEL`] of its previous value a sum is therefore recomputed (sums only fall between
+    /// attachments, so this happens a few times per slot).
+    fn exact_beta(&self, t: usize, s: usize) -> f64 {
+        let (offsets, _, demand) = self.p.raw();
+        let mut beta = 0.0;
+        for &i in &self.t_flows[self.t_flows_off[t]..self.t_flows_off[t + 1]] {
+            let i = i as usize;
+            if self.active[i] {
+                let entries = offsets[i]..offsets[i + 1];
+                for (&slot, &d) in self.slot_of[entries.clone()].iter().zip(&demand[entries]) {
+                    if slot as usize == s {
+                        beta += self.r[i] * d;
+                    }
+                }
+            }
+        }
+        beta
+    }
+
+    /// Resource `j`'s `d load / d λ` summed exactly over the growing flows of attached
+    /// tenants (as [`Hdrf::exact_beta`]).
+    fn exact_slope(&self, j: usize) -> f64 {
+        self.tcol[self.toff[j]..self.toff[j + 1]]
+            .iter()
+            .filter(|(i, _)| {
+                let i = *i as usize;
+                self.active[i] && !self.t_detached[self.p.tenant(i)]
+            })
+            .map(|&(i, d)| self.r[i as usize] * d * self.t_slope[self.p.tenant(i as usize)])
+            .sum()
     }
 
     /// Resource `j` is full at `lambda`: every flow still growing on it stops.

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Capacities and demands in tokens/s. `weight` defaults to 1; `tenant` defaults to the flow's
-//! own name; `tenants` is optional (H-DRF's tenant weights, default 1; tenants named only by
-//! flows are added with weight 1). Unknown keys are errors. The output is
+//! own name; `tenants` is optional (H-DRF's tenant weights, default 1); without it, tenants
+//! named by flows are added with weight 1, with it, a flow naming a tenant it does not list is
+//! an error. Capacities and demands are 0 or 1e-3 to 1e12, weights 1e-3 to 1e3
+//! ([`crate::problem::MIN_QUANTITY`]...). Unknown keys are errors. The output is
 //! `{"allocations": [{"flow", "alloc": {resource: tokens/s}}]}` in flow order.
 
 use crate::error::{known_list, AllocError};
@@ -105,7 +107,7 @@ impl AllocInput {
                     name: r.name.clone(),
                 });
             }
-            if !(r.capacity.is_finite() && r.capacity >= 0.0) {
+            if !crate::problem::quantity_ok(r.capacity) {
                 return Err(AllocError::Capacity {
                     resource: r.name.clone(),
                     value: r.capacity,
@@ -121,11 +123,15 @@ impl AllocInput {
                     name: t.name.clone(),
                 });
             }
-            let id = p.add_tenant(t.weight).map_err(|_| AllocError::Weight {
+            let bad_weight = || AllocError::Weight {
                 what: "tenant",
                 name: t.name.clone(),
                 value: t.weight,
-            })?;
+            };
+            if !crate::problem::weight_ok(t.weight) {
+                return Err(bad_weight());
+            }
+            let id = p.add_tenant(t.weight).map_err(|_| bad_weight())?;
             tenant_index.insert(&t.name, id);
         }
         let mut names = HashMap::new();
@@ -139,6 +145,17 @@ impl AllocInput {
             let tname = f.tenant.as_deref().unwrap_or(&f.name);
             let t = match tenant_index.get(tname) {
                 Some(&t) => t,
+                // with a `tenants` list, a flow names one of them (a typo must not create a
+                // tenant of its own)
+                None if !self.tenants.is_empty() => {
+                    return Err(AllocError::Unknown {
+                        what: "flow",
+                        name: f.name.clone(),
+                        kind: "tenant",
+                        reference: tname.to_string(),
+                        known: known_list(self.tenants.iter().map(|t| t.name.as_str())),
+                    });
+                }
                 None => {
                     let t = p.add_tenant(1.0)?;
                     tenant_index.insert(tname, t);
@@ -156,7 +173,7 @@ impl AllocInput {
                         known: known_list(self.resources.iter().map(|r| r.name.as_str())),
                     });
                 };
-                if !(d.is_finite() && d >= 0.0) {
+                if !crate::problem::quantity_ok(d) {
                     return Err(AllocError::Demand {
                         flow: f.name.clone(),
                         resource: r.clone(),
@@ -165,7 +182,7 @@ impl AllocInput {
                 }
                 demand.push((j, d));
             }
-            if !(f.weight.is_finite() && f.weight > 0.0) {
+            if !crate::problem::weight_ok(f.weight) {
                 return Err(AllocError::Weight {
                     what: "flow",
                     name: f.name.clone(),

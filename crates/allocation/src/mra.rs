@@ -48,10 +48,36 @@ impl Mra for Mechanism {
     }
 
     fn allocate(&self, p: &Problem) -> Allocation {
-        match self {
-            Mechanism::Drf => crate::drf::drf(p),
-            Mechanism::Hdrf => crate::hdrf::hdrf(p),
-            Mechanism::FirstFit => crate::drf::first_fit(p),
+        within_limits(
+            p,
+            match self {
+                Mechanism::Drf => crate::drf::drf(p),
+                Mechanism::Hdrf => crate::hdrf::hdrf(p),
+                Mechanism::FirstFit => crate::drf::first_fit(p),
+            },
+        )
+    }
+}
+
+/// The post-check behind [`Mra::allocate`]'s promise: every fraction in `[0, 1]` (no flow
+/// above its demand) and no resource above its capacity. H-DRF's incremental sums can leave a
+/// resource a few parts in 10⁵ over capacity when weights and demands span many orders of
+/// magnitude; each flow is then scaled by the least `capacity / use` over its path, which
+/// restores `Σ ≤ C` and leaves those resources saturated. A no-op otherwise.
+fn within_limits(p: &Problem, mut a: Allocation) -> Allocation {
+    for x in &mut a.fraction {
+        *x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+    }
+    let ratio: Vec<f64> = a
+        .usage(p)
+        .iter()
+        .zip(p.capacity())
+        .map(|(&u, &c)| if u > c { c / u } else { 1.0 })
+        .collect();
+    if ratio.iter().any(|&r| r < 1.0) {
+        for (i, x) in a.fraction.iter_mut().enumerate() {
+            *x *= p.demand(i).map(|(j, _)| ratio[j]).fold(1.0, f64::min);
         }
     }
+    a
 }

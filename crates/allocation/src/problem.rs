@@ -13,6 +13,31 @@
 
 use crate::error::AllocError;
 
+/// Smallest nonzero capacity or demand `tailbound alloc`'s input accepts [tokens/s]. With
+/// [`MAX_QUANTITY`] and the weight range, this is where the mechanisms are checked at their
+/// extremes (`tests/integration/extremes.rs`); beyond it (1e-320, weights of 1e-100 or 1e308)
+/// float arithmetic gave out more than a capacity or starved every other flow, so the reader
+/// refuses such values naming the range. Zero stays allowed (a resource out of service, no
+/// demand). [`Problem`] itself takes any finite value (its callers compute them).
+pub const MIN_QUANTITY: f64 = 1e-3;
+/// Largest capacity or demand `tailbound alloc`'s input accepts [tokens/s] (a 1 Tbit/s link
+/// counted in bytes is 1.25e11).
+pub const MAX_QUANTITY: f64 = 1e12;
+/// Smallest weight of a flow or tenant `tailbound alloc`'s input accepts.
+pub const MIN_WEIGHT: f64 = 1e-3;
+/// Largest weight of a flow or tenant `tailbound alloc`'s input accepts.
+pub const MAX_WEIGHT: f64 = 1e3;
+
+/// Whether `v` is 0 or within `[MIN_QUANTITY, MAX_QUANTITY]`.
+pub(crate) fn quantity_ok(v: f64) -> bool {
+    v == 0.0 || (MIN_QUANTITY..=MAX_QUANTITY).contains(&v)
+}
+
+/// Whether `w` is within `[MIN_WEIGHT, MAX_WEIGHT]`.
+pub(crate) fn weight_ok(w: f64) -> bool {
+    (MIN_WEIGHT..=MAX_WEIGHT).contains(&w)
+}
+
 /// Index of a tenant in a [`Problem`].
 pub type TenantId = usize;
 

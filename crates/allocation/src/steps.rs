@@ -199,6 +199,30 @@ pub fn allocate_vdc(
     })
 }
 
+/// Every flow backlogged: its demand at every hop is the largest capacity or guarantee on its
+/// path [tokens/s], more than it can be given anywhere, so the allocation shows what each flow
+/// would get if all wanted as much as they could (the same amount on every hop: the request
+/// mix is unknown without reports).
+pub fn backlogged_demand(dc: &Datacenter) -> Vec<Vec<f64>> {
+    dc.flows
+        .iter()
+        .map(|f| {
+            let t = &dc.tenants[f.tenant];
+            let most = f
+                .hops
+                .iter()
+                .flat_map(|h| {
+                    let p = h.physical.map(|j| dc.resources[j].max_capacity);
+                    let v = h.virtual_resource.map(|v| t.virtuals[v].guarantee);
+                    [p, v]
+                })
+                .flatten()
+                .fold(0.0f64, f64::max);
+            vec![most; f.hops.len()]
+        })
+        .collect()
+}
+
 /// Adds `d` to resource `j`'s entry (a flow can cross a resource on two hops, e.g. a
 /// server's uplink for the request and for the response of a co-located appliance).
 fn push_merged(bundle: &mut Vec<(usize, f64)>, j: usize, d: f64) {

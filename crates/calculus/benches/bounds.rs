@@ -2,7 +2,10 @@
 //! does. `snc_bound_<n>_tenants`: n tenants spread over 6 server hosts and 4 client hosts,
 //! each with a request flow (client-out → server-in) and a response flow (server-out →
 //! client-in), 2–3 state per-10 µs MMPPs, SLOs p99.9 of {10, 20, 50, 100} ms (4 priority
-//! levels); SNC-Meister's analysis with the default (Brent) θ search, on one core.
+//! levels); SNC-Meister's analysis with the default (Brent) θ search, on one core, and the
+//! martingale analysis (`martingale_bound_<n>_tenants`) beside it: `cold` clears its
+//! per-thread envelope cache before every iteration (a first decision), `warm` keeps it (the
+//! admission engine's later decisions re-bound flows it has seen).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rand::{Rng, SeedableRng};
@@ -109,6 +112,22 @@ fn bench(c: &mut Criterion) {
     c.bench_function("snc_bound_180_tenants", |b| {
         b.iter(|| bound_all(black_box(&net), Method::SncMeister, &opts))
     });
+    let res = bound_all(&net, Method::SncMartingale, &opts).expect("bench network bounds");
+    let bounded = res.iter().filter(|t| t.total.seconds().is_some()).count();
+    let meets = res.iter().filter(|t| t.meets_slo).count();
+    eprintln!("180 tenants, snc-martingale: {bounded} bounded, {meets} meet their SLO");
+    let mut mart = c.benchmark_group("martingale_bound_180_tenants");
+    mart.sample_size(10);
+    mart.bench_function("cold", |b| {
+        b.iter(|| {
+            tailbound_calculus::martingale::clear_cache();
+            bound_all(black_box(&net), Method::SncMartingale, &opts)
+        })
+    });
+    mart.bench_function("warm", |b| {
+        b.iter(|| bound_all(black_box(&net), Method::SncMartingale, &opts))
+    });
+    mart.finish();
     let mut group = c.benchmark_group("snc_bound_tenants");
     for n in [30, 60, 120, 180] {
         let net = network(n, 7);

@@ -11,6 +11,11 @@
 //!   curves, rate-latency service, static-priority leftover, delay bounds; the
 //!   PriorityMeister-style analysis and workload-compactor eqs. (1), (5)–(7).
 //!
+//! * [`martingale`]: stochastic network calculus with exponential martingales of the MMPPs'
+//!   time-reversed chains and Doob's inequality instead of the union bound over time (Ciucu,
+//!   Poloczek and Schmitt 2013; Poloczek and Ciucu 2014), per arrival of the analysed flow, at
+//!   FIFO and static-priority queues and over SNC-Meister's two-queue paths.
+//!
 //! [`mg1`] is not a calculus but an exact reference: the stationary workload of one FIFO queue
 //! fed by compound Poisson batches (Pollaczek–Khinchine), against which the SNC bounds of the
 //! same model are tested.
@@ -20,6 +25,7 @@
 //! never leave the crate: an unstable queue gives [`Bound::Unbounded`], never NaN or infinity.
 
 pub mod dnc;
+pub mod martingale;
 pub mod mg1;
 pub mod snc;
 
@@ -38,6 +44,8 @@ pub enum Method {
     SncConv,
     /// DNC with static priorities (PriorityMeister-style), arrival curves from r-b curves
     Dnc,
+    /// SNC with martingale envelopes and Doob's inequality (see [`martingale`])
+    SncMartingale,
 }
 
 tailbound_model::names!(Method, "method", {
@@ -45,6 +53,7 @@ tailbound_model::names!(Method, "method", {
     SncHop => "snc-hop",
     SncConv => "snc-conv",
     Dnc => "dnc",
+    SncMartingale => "snc-martingale",
 });
 
 /// How the SNC bound is minimised over θ.
@@ -158,6 +167,8 @@ pub enum CalculusError {
     MixedSteps { a: f64, b: f64 },
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Bounds of the listed tenants (indices into `net.tenants`) under `method`.
@@ -183,6 +194,7 @@ pub fn bound(
             snc::bound_tenants(net, method, &priorities, tenants, opts)
         }
         Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts),
+        Method::SncMartingale => martingale::bound_tenants(net, &priorities, tenants, opts),
     }
 }
 

@@ -216,6 +216,95 @@ impl CompoundPoisson {
         )))
     }
 
+    /// The ε-quantile of the sojourn of one of `own`'s batches: the stationary workload it
+    /// finds (Poisson arrivals see time averages) plus its own work, S ~ `own`'s sizes and
+    /// independent of V; `self` is the superposition of every source, `own` included. As
+    /// [`CompoundPoisson::workload_quantile`], both parts are rounded up on the grid, so the
+    /// result is an upper bound on the exact quantile [work]; divide by `rate` for the delay
+    /// of the batch's last bit [s], the per-arrival quantity `martingale` bounds.
+    pub fn sojourn_quantile(
+        &self,
+        own: &CompoundPoisson,
+        rate: f64,
+        epsilon: f64,
+        cells: usize,
+    ) -> Result<f64, CalculusError> {
+        // validates rate, ε, cells and stability
+        let v = self.workload_quantile(rate, epsilon, cells)?;
+        let rho = self.load(rate);
+        let mut range = (v + own.size_quantile(epsilon)).max(own.mean_size());
+        for _ in 0..60 {
+            let h = range / cells as f64;
+            if let Some(k) = self.sojourn_cell(own, rho, h, cells, epsilon) {
+                let found = k as f64 * h;
+                let h2 = found / cells as f64;
+                let again = self
+                    .sojourn_cell(own, rho, h2, cells, epsilon)
+                    .map_or(found, |k2| k2 as f64 * h2);
+                return Ok(again.min(found));
+            }
+            range *= 4.0;
+        }
+        Err(invalid(format!(
+            "the sojourn's {epsilon}-quantile is beyond {range:.4e} [work]"
+        )))
+    }
+
+    /// The least grid cell k with P(V + S > k·h) ≤ ε for the rounded-up V and S.
+    fn sojourn_cell(
+        &self,
+        own: &CompoundPoisson,
+        rho: f64,
+        h: f64,
+        cells: usize,
+        epsilon: f64,
+    ) -> Option<usize> {
+        if h.is_nan() || h <= 0.0 {
+            return None;
+        }
+        let tails = self.tails(rho, h, cells);
+        // s_j = P(S rounded up = j·h); the mass beyond the grid is never below any cell
+        let mut s = vec![0.0; cells + 1];
+        let mut prev = own.size_cdf(0.0);
+        s[0] = prev;
+        for (j, sj) in s.iter_mut().enumerate().skip(1) {
+            let c = own.size_cdf(j as f64 * h);
+            *sj = (c - prev).max(0.0);
+            prev = c;
+        }
+        (0..=cells).find(|&k| {
+            let below: f64 = (0..=k).map(|j| s[j] * (1.0 - tails[k - j])).sum();
+            1.0 - below <= epsilon
+        })
+    }
+
+    /// P(S ≤ x) for one batch.
+    fn size_cdf(&self, x: f64) -> f64 {
+        match &self.sizes {
+            Sizes::Exponential { mean } => -(-x / mean).exp_m1(),
+            Sizes::Atoms(a) => a.iter().filter(|(w, _)| *w <= x).map(|(_, p)| p).sum(),
+        }
+    }
+
+    /// The least work w with P(S > w) ≤ ε.
+    fn size_quantile(&self, epsilon: f64) -> f64 {
+        match &self.sizes {
+            Sizes::Exponential { mean } => mean * (1.0 / epsilon).ln(),
+            Sizes::Atoms(a) => {
+                let mut atoms = a.clone();
+                atoms.sort_by(|x, y| y.0.total_cmp(&x.0));
+                let mut above = 0.0;
+                for (w, p) in atoms {
+                    above += p;
+                    if above > epsilon {
+                        return w;
+                    }
+                }
+                0.0
+            }
+        }
+    }
+
     /// P(V > k·h) for k = 0..cells of the rounded-up V on grid width `h`.
     fn tails(&self, rho: f64, h: f64, cells: usize) -> Vec<f64> {
         let m = self.mean_size();

@@ -2,10 +2,13 @@
 //!
 //! This crate holds no logic of its own beyond formatting. Each subcommand lives in
 //! [`cmd`]; the structures printed with `--json` live in [`report`] so that tests (and other
-//! tools) can deserialize them; tables in [`table`]. Exit codes: 0 ok, 1 checked and failed,
-//! 2 error (printed once on stderr).
+//! tools) can deserialize them; tables in [`table`]. Everything written (stdout, files,
+//! stderr notes) goes through [`output`]. Exit codes: 0 ok (also when stdout's reader went
+//! away), 1 checked and failed, 2 error (printed once on stderr).
 
+pub mod args;
 pub mod cmd;
+pub mod output;
 pub mod report;
 pub mod table;
 
@@ -70,6 +73,11 @@ pub enum Command {
     /// memcached, open-loop replay clients, enforcement from the decisions (as root)
     #[command(subcommand)]
     Testbed(cmd::testbed::TestbedCommand),
+    /// The operator's virtual datacenters: check, allocate, run Pulsar's controller
+    #[command(subcommand)]
+    Vdc(cmd::vdc::VdcCommand),
+    /// Run Pulsar's rate enforcer as a proxy in front of a memcached
+    Enforcer(cmd::enforcer::EnforcerArgs),
     /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
     #[command(subcommand)]
     Enforce(cmd::enforce::EnforceCommand),
@@ -90,6 +98,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Simulate(a) => cmd::simulate::run_simulate(a),
         Command::Opt(a) => cmd::simulate::run_opt(a),
         Command::Testbed(c) => cmd::testbed::run(c),
+        Command::Vdc(c) => cmd::vdc::run(c),
+        Command::Enforcer(a) => cmd::enforcer::run(a),
         Command::Enforce(c) => cmd::enforce::run(c),
     }
 }

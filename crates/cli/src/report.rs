@@ -230,6 +230,51 @@ pub struct PriorityChange {
     pub new: u32,
 }
 
+/// `tailbound vdc alloc --json`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VdcAllocReport {
+    pub file: String,
+    /// the global mechanism
+    pub global: String,
+    pub flows: Vec<VdcAllocFlow>,
+    pub resources: Vec<VdcAllocResource>,
+    /// resources whose guaranteed allocations exceed their capacity
+    pub overcommitted: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VdcAllocFlow {
+    /// `tenant/flow`
+    pub flow: String,
+    pub hops: Vec<VdcAllocHop>,
+}
+
+/// One hop of a flow's path and what it gets there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VdcAllocHop {
+    /// physical resource, `-` for none
+    pub physical: String,
+    /// the tenant's virtual resource, `-` for none
+    pub virtual_resource: String,
+    /// what the hop charges: request, response or appliance
+    pub charge: String,
+    /// [tokens/s]
+    pub demand: f64,
+    /// the guaranteed (local) part of the allocation [tokens/s]
+    pub local: f64,
+    /// the whole allocation [tokens/s]
+    pub rate: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VdcAllocResource {
+    pub name: String,
+    /// [tokens/s]
+    pub capacity: f64,
+    /// allocated to all flows crossing it [tokens/s]
+    pub allocated: f64,
+}
+
 /// `tailbound enforce apply --json` and `tailbound enforce remove --json`: what each interface
 /// went through, in host-map order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

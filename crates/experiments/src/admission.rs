@@ -241,7 +241,7 @@ pub struct PolicySummary {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// mean snc-meister admitted / mean admitted of the best other policy
+    /// mean snc-meister admitted / mean admitted of the best DNC policy
     pub ratio: Option<f64>,
     /// the same for bytes
     pub bytes_ratio: Option<f64>,
@@ -801,7 +801,7 @@ fn summarize(runs: &[RunResult]) -> Summary {
     let best_other = |f: fn(&PolicySummary) -> f64| {
         policies
             .iter()
-            .filter(|(n, _)| n.as_str() != Policy::SncMeister.as_str())
+            .filter(|(n, _)| !n.parse::<Policy>().is_ok_and(Policy::is_snc))
             .map(|(_, p)| f(p))
             .fold(None, |acc: Option<f64>, x| {
                 Some(acc.map_or(x, |a| a.max(x)))
@@ -871,7 +871,7 @@ mod tests {
             let run = one_run(&cfg, &traces, 0, &|_| {}).unwrap();
             let mut missed = 0;
             for (policy, p) in &run.policies {
-                let dnc = policy != Policy::SncMeister.as_str();
+                let dnc = !policy.parse::<Policy>().is_ok_and(Policy::is_snc);
                 for t in &p.tenants {
                     let replayed = t.replayed_bound_s.unwrap_or(f64::INFINITY);
                     if dnc {

@@ -180,7 +180,7 @@ mod tests {
     #[test]
     fn the_demo_runs_every_policy_over_every_tenant() {
         let r = super::run().unwrap();
-        assert_eq!(r.admission.len(), 4);
+        assert_eq!(r.admission.len(), super::Policy::ALL.len());
         assert!(r.tenants.len() >= 6);
         for p in &r.admission {
             assert!(!p.admitted.is_empty(), "{}", p.policy);

@@ -4,13 +4,15 @@
 //! structures), so the CLI only prints, writes JSON and draws; tests can assert the papers'
 //! orderings on the same data: snc-meister Fig. 7, 8 and 13 ([`bounds`]), Fig. 1/10/11
 //! ([`admission`]), and a small version of it on the real testbed ([`admission_testbed`]);
-//! workload-compactor Fig. 6/11/12/13 ([`placement`]); pulsar Fig. 12–14 ([`vdc`]); and the
-//! whole pipeline on a bundled tenant set ([`demo`]).
+//! workload-compactor Fig. 6/11/12/13 ([`placement`]); pulsar Fig. 12–14 ([`vdc`]); EyeQ's
+//! throughput demo and memcached table ([`eyeq`], on a pluggable backend: the simulator, or
+//! the testbed); and the whole pipeline on a bundled tenant set ([`demo`]).
 
 pub mod admission;
 pub mod admission_testbed;
 pub mod bounds;
 pub mod demo;
+pub mod eyeq;
 pub mod placement;
 pub mod vdc;
 

@@ -562,6 +562,7 @@ fn simulate_server(
             shapers,
             window_s: SLO_WINDOW_S,
             excess: shaping.unwrap_or(cfg.excess),
+            ..SimConfig::default()
         },
     )?;
     Ok((net, sim))

@@ -10,6 +10,21 @@ use tailbound_curves::rb::{sustained_arrival_curve, work_series};
 use tailbound_curves::WorkFunction;
 use tailbound_model::{FlowModels, Request};
 
+/// [`characterize`] when `models` asks for fits, no models otherwise.
+pub(crate) fn characterize_for(
+    models: crate::Models,
+    requests: &[Request],
+    work: &dyn WorkFunction,
+    sizes: SizeKind,
+    interval_s: f64,
+    batch_gap_s: f64,
+) -> Result<FlowModels, String> {
+    match models {
+        crate::Models::Fitted => characterize(requests, work, sizes, interval_s, batch_gap_s),
+        crate::Models::None => Ok(FlowModels::default()),
+    }
+}
+
 /// MMPP (default fit options but `sizes`, the counting interval [s] and the batch gap [s]) and sustained arrival curve of `requests` under
 /// `work`.
 pub fn characterize(

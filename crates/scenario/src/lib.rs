@@ -242,14 +242,37 @@ fn detect_json(path: &Path, text: &str) -> Result<FileKind, ScenarioError> {
     }
 }
 
+/// Which traffic models loading fits to each flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Models {
+    /// an MMPP and the arrival curve of every flow (what the calculus and the policies need)
+    #[default]
+    Fitted,
+    /// none: the network, the sources and the work functions only, for a replay, which
+    /// needs the requests and not their models (so that a fit it does not use cannot fail it)
+    None,
+}
+
 /// Reads a scenario in any of the three formats (see [`detect`]); SNC-Meister topologies with
 /// default [`snc_meister::Options`].
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    load_with(path, Models::Fitted)
+}
+
+/// As [`load`], fitting `models` (a model config JSON carries its MMPPs whatever `models`
+/// says).
+pub fn load_with(path: &Path, models: Models) -> Result<Scenario, ScenarioError> {
     let kind = detect(path)?;
     tracing::debug!(file = %path.display(), ?kind, "loading scenario");
     match kind {
-        FileKind::Own => own::read(path),
-        FileKind::SncTopology => snc_meister::read_topology(path, &snc_meister::Options::default()),
+        FileKind::Own => own::read_with(path, models),
+        FileKind::SncTopology => snc_meister::read_topology(
+            path,
+            &snc_meister::Options {
+                models,
+                ..snc_meister::Options::default()
+            },
+        ),
         FileKind::SncConfig => snc_meister::read_config_scenario(path),
     }
 }

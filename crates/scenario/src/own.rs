@@ -70,10 +70,10 @@
 //! file, `trace` and `model` both or neither, bad units (`link = "fast"`), `storage` on a
 //! tenant whose server has none.
 
-use crate::characterize::characterize;
+use crate::characterize::characterize_for;
 use crate::error::ScenarioError;
 use crate::snc_meister::{network_error, parse_json, read_text};
-use crate::{relative_to, Part, Scenario, TenantSource};
+use crate::{relative_to, Models, Part, Scenario, TenantSource};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -89,11 +89,37 @@ pub const DEFAULT_LINK_BYTES_PER_S: f64 = 125e6;
 pub const DEFAULT_PERCENTILE: f64 = 99.9;
 
 /// A quantity written with a unit (`"20ms"`, `"1Gbit"`) or as a bare number in base units.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 enum Quantity {
     Number(f64),
     Text(String),
+}
+
+/// By hand rather than `#[serde(untagged)]`, whose error names the Rust type ("untagged enum
+/// Quantity") instead of what the file may say.
+impl<'de> Deserialize<'de> for Quantity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Quantity, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Quantity;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or a quantity with its unit, e.g. \"20ms\" or \"1Gbit\"")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Quantity, E> {
+                Ok(Quantity::Number(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Quantity, E> {
+                Ok(Quantity::Number(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Quantity, E> {
+                Ok(Quantity::Number(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Quantity, E> {
+                Ok(Quantity::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Quantity {
@@ -193,27 +219,35 @@ impl<'de> Deserialize<'de> for FitInterval {
 /// Reads a scenario in tailbound's own format: TOML if the extension is `.toml`, JSON
 /// otherwise.
 pub fn read(path: &Path) -> Result<Scenario, ScenarioError> {
+    read_with(path, Models::Fitted)
+}
+
+/// As [`read`], fitting `models`.
+pub fn read_with(path: &Path, models: Models) -> Result<Scenario, ScenarioError> {
     let text = read_text(path)?;
     if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
     {
-        return parse_toml(path, &text);
+        return build(path, toml_file(path, &text)?, models);
     }
-    build(path, parse_json(path, &text)?)
+    build(path, parse_json(path, &text)?, models)
 }
 
 /// Parses a scenario in tailbound's own TOML format from text; `path` names it in errors and
 /// anchors relative trace and profile paths (used for scenarios embedded in the binary).
 pub fn parse_toml(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
-    let file: OwnFile = toml::from_str(text).map_err(|e| ScenarioError::Syntax {
-        path: path.to_path_buf(),
-        message: format!("invalid scenario TOML: {}", e.to_string().trim_end()),
-    })?;
-    build(path, file)
+    build(path, toml_file(path, text)?, Models::Fitted)
 }
 
-fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
+fn toml_file(path: &Path, text: &str) -> Result<OwnFile, ScenarioError> {
+    toml::from_str(text).map_err(|e| ScenarioError::Syntax {
+        path: path.to_path_buf(),
+        message: format!("invalid scenario TOML: {}", e.to_string().trim_end()),
+    })
+}
+
+fn build(path: &Path, file: OwnFile, fit: Models) -> Result<Scenario, ScenarioError> {
     let bad =
         |at: String, field: &str, problem: String| ScenarioError::invalid(path, at, field, problem);
     let mut b = NetworkBuilder::new();
@@ -416,7 +450,8 @@ fn build(path: &Path, file: OwnFile) -> Result<Scenario, ScenarioError> {
             &[Stage::NetIn, Stage::NetOut]
         };
         for &stage in stages {
-            let models = characterize(
+            let models = characterize_for(
+                fit,
                 &part.requests,
                 stage_work(stage, profile),
                 opts.sizes,
@@ -458,16 +493,16 @@ pub(crate) fn read_trace_at(path: &Path, at: &str, trace: &Path) -> Result<Trace
         trace: trace.to_path_buf(),
         message,
     };
-    if !trace.is_file() {
-        return Err(err(
-            "trace file not found; trace paths are relative to the scenario file's folder".into(),
-        ));
-    }
     tailbound_trace::read_trace(trace).map_err(|e| {
-        err(if e.line > 0 {
-            format!("line {}: {}", e.line, e.kind)
-        } else {
-            e.kind.to_string()
+        err(match &e.kind {
+            tailbound_trace::TraceErrorKind::Io(io)
+                if e.line == 0 && io.kind() == std::io::ErrorKind::NotFound =>
+            {
+                "trace file not found; trace paths are relative to the scenario file's folder"
+                    .into()
+            }
+            _ if e.line > 0 => format!("line {}: {}", e.line, e.kind),
+            _ => e.kind.to_string(),
         })
     })
 }

@@ -86,7 +86,6 @@
 //! (`"C0+C2"`). Clients with no dependency get no group. A dependency on a client that does
 //! not exist is an error naming it (the original's `assert` aborted).
 
-use crate::characterize::characterize;
 use crate::error::ScenarioError;
 use crate::{relative_to, Part, Scenario, TenantSource};
 use serde::Deserialize;
@@ -470,6 +469,8 @@ pub struct Options {
     pub part: Part,
     /// size model of the MMPP states; default exponential (SNC-Meister's `MGFExponential`)
     pub sizes: SizeKind,
+    /// which models to fit; default both
+    pub models: crate::Models,
 }
 
 impl Default for Options {
@@ -478,6 +479,7 @@ impl Default for Options {
             link_rate_bytes_per_s: LINK_RATE_BYTES_PER_S,
             part: Part::FirstHalf,
             sizes: SizeKind::Exponential,
+            models: crate::Models::Fitted,
         }
     }
 }
@@ -588,7 +590,8 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
             (format!("F{i}In"), Stage::NetIn),
             (format!("F{i}Out"), Stage::NetOut),
         ] {
-            let models = characterize(
+            let models = crate::characterize::characterize_for(
+                options.models,
                 &part.requests,
                 stage_work(stage, &profile),
                 options.sizes,

@@ -1,5 +1,5 @@
-//! Shaping state machines: the token bucket, Pulsar's multi-resource token bucket and a
-//! strict-priority queue, written once and driven by whoever owns the clock.
+//! Shaping state machines: the token bucket, Pulsar's multi-resource token bucket, a
+//! strict-priority queue and EyeQ's rate control, written once and driven by whoever owns the clock.
 //!
 //! **Sans-IO.** Nothing here reads a clock, sleeps, spawns or does I/O, and there is no global
 //! state. Every time-dependent call takes `now_ns`, the caller's current time. The simulator
@@ -20,10 +20,13 @@
 //!
 //! Main types: [`TokenBucket`] (with [`NotReady`]), [`MultiBucket`] (Pulsar §4.4),
 //! [`PriorityQueue`] (strict priority, FIFO within a level), errors in [`ShapingError`];
-//! Pulsar's demand and appliance-capacity estimators in [`estimate`] (§4.2–§4.3).
+//! Pulsar's demand and appliance-capacity estimators in [`estimate`] (§4.2–§4.3); EyeQ's
+//! receiver (congestion detector, rate controller, feedback) and per-destination sender
+//! limiters in [`eyeq`].
 
 pub mod error;
 pub mod estimate;
+pub mod eyeq;
 pub mod multi;
 pub mod priority;
 pub mod token_bucket;

@@ -132,6 +132,20 @@ impl MultiBucket {
         Ok(())
     }
 
+    /// Corrects an earlier [`MultiBucket::take`] by `deltas[i]` tokens per bucket at `now_ns`,
+    /// with [`TokenBucket::adjust`]'s semantics: an enforcer charges a GET its estimated size
+    /// and settles the difference when the reply shows the real one.
+    ///
+    /// # Errors
+    /// [`ShapingError::WrongLength`] unless there is one delta per bucket; nothing changes.
+    pub fn adjust(&mut self, now_ns: u64, deltas: &[f64]) -> Result<(), ShapingError> {
+        self.check_len("deltas", deltas.len())?;
+        for (b, &d) in self.buckets.iter_mut().zip(deltas) {
+            b.adjust(now_ns, d);
+        }
+        Ok(())
+    }
+
     /// New `(rate, burst)` for every bucket at `now_ns` (one control-interval update), with
     /// [`TokenBucket::set_rate`]'s semantics. All or nothing.
     ///

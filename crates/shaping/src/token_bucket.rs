@@ -176,6 +176,17 @@ impl TokenBucket {
         }
     }
 
+    /// Corrects an earlier charge by `delta` tokens at `now_ns`: a positive `delta` is taken
+    /// unconditionally (the level may go negative, repaid at the rate), a negative one is given
+    /// back, never above the burst. For costs known only after the fact (a GET's size arrives
+    /// with its reply). Non-finite deltas count as 0.
+    pub fn adjust(&mut self, now_ns: u64, delta: f64) {
+        let delta = if delta.is_finite() { delta } else { 0.0 };
+        let tokens = self.tokens(now_ns);
+        self.level = (tokens - delta).clamp(-f64::MAX, self.burst);
+        self.at_ns = self.at_ns.max(now_ns);
+    }
+
     /// Changes rate and burst at `now_ns` (enforcement updates). Tokens accrued so far are
     /// counted at the old rate and capped at the old burst; the level is then capped at the new
     /// burst. A larger burst adds no tokens by itself; a deficit is kept and repaid at the new
@@ -267,6 +278,20 @@ mod tests {
         assert_eq!(tb.tokens(5 * S), 0.0);
         assert_eq!(tb.take(5 * S, 0.0), Ok(()));
         assert_eq!(tb.ready_at(5 * S, 1.0), 11 * S);
+        Ok(())
+    }
+
+    #[test]
+    fn adjust_charges_and_refunds_within_the_burst() -> Result<(), ShapingError> {
+        let mut tb = TokenBucket::new(10.0, 5.0, 0)?;
+        assert_eq!(tb.take(0, 4.0), Ok(()));
+        tb.adjust(0, 3.0);
+        assert_eq!(tb.tokens(0), -2.0);
+        assert_eq!(tb.ready_at(0, 1.0), 3 * S / 10);
+        tb.adjust(0, -100.0);
+        assert_eq!(tb.tokens(0), 5.0);
+        tb.adjust(0, f64::NAN);
+        assert_eq!(tb.tokens(0), 5.0);
         Ok(())
     }
 

@@ -4,10 +4,11 @@
 
 use crate::event::EventQueue;
 use crate::stats::{tenant_result, TenantResult};
-use crate::{Excess, SimConfig, SimError, TenantWorkload, Transmission};
+use crate::{ClosedLoop, Excess, SimConfig, SimError, TenantWorkload, Transmission};
 use std::collections::VecDeque;
 use tailbound_curves::WorkFunction;
 use tailbound_model::{Network, Request};
+use tailbound_shaping::eyeq::{DestinationLimiter, EyeqConfig, Feedback, Receiver, ReceiverStats};
 use tailbound_shaping::{PriorityQueue, TokenBucket};
 
 /// What one queue did during the run.
@@ -35,13 +36,31 @@ pub struct SimResult {
     pub events: u64,
     /// time of the last departure from any queue (the run is drained then) [ns]
     pub end_ns: u64,
+    /// with [`SimConfig::throughput_bin_ns`]: per network tenant, the bytes its link flows
+    /// delivered (left their last queue) in each bin, counted from the earliest arrival;
+    /// empty otherwise
+    pub throughput: Vec<Vec<u64>>,
+    /// with [`SimConfig::eyeq`]: one per receiver, in the order given
+    pub eyeq: Vec<EyeqReceiverResult>,
+}
+
+/// What one EyeQ receiver did during the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EyeqReceiverResult {
+    /// the watched queue
+    pub queue: String,
+    /// intervals closed and feedback messages sent
+    pub stats: ReceiverStats,
 }
 
 const KIND_SHIFT: u32 = 62;
 const ARRIVAL: u64 = 0;
 const DEPART: u64 = 1;
 const SHAPER: u64 = 2;
+const FEEDBACK: u64 = 3;
 const DATA_MASK: u64 = (1 << KIND_SHIFT) - 1;
+/// the latency recorded for a dropped request
+const DROPPED: u64 = u64::MAX;
 
 /// A run of chunks waiting at a queue: `chunks` units of the same request and hop, each of
 /// `mtu` work except the last, which has `last_work`.
@@ -73,8 +92,37 @@ struct FlowState<'a> {
     level: usize,
     /// the chunk size on this flow [work]; infinite = whole requests
     mtu: f64,
+    /// a link flow (bytes), counted in the throughput series
+    packetized: bool,
     work: &'a dyn tailbound_curves::WorkFunction,
     shaper: Option<Shaper>,
+    /// the EyeQ receiver it crosses and its tenant index there
+    receiver: Option<(usize, usize)>,
+}
+
+/// One EyeQ receiver of the run.
+struct EyeqReceiver {
+    queue: usize,
+    rx: Receiver<usize>,
+}
+
+/// EyeQ's state: receivers, and feedback in flight (FIFO: every message takes the same
+/// delay, so they arrive in the order they were sent).
+struct Eyeq {
+    receivers: Vec<EyeqReceiver>,
+    /// receiver index per queue
+    at_queue: Vec<Option<usize>>,
+    in_flight: VecDeque<(usize, Feedback)>,
+    delay_ns: u64,
+}
+
+/// A closed-loop tenant's window.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    spec: ClosedLoop,
+    in_flight: u32,
+    /// its next request waits for a completion
+    blocked: bool,
 }
 
 /// A request in flight.
@@ -101,6 +149,10 @@ struct Slot {
 /// best-effort level; the head is promoted when its tokens come.
 struct Shaper {
     buckets: Vec<TokenBucket>,
+    /// EyeQ's per-destination limiter, with its receiver's settings
+    limiter: Option<(EyeqConfig, DestinationLimiter)>,
+    /// work of the requests in `waiting` [work]
+    waiting_work: f64,
     /// requests not yet charged, in arrival order
     waiting: VecDeque<u32>,
     /// when the scheduled retry event fires (later events for this flow are stale)
@@ -133,6 +185,15 @@ struct Engine<'a> {
     excess: Excess,
     /// the level below every tenant's, for demoted requests
     best_effort: usize,
+    eyeq: Option<Eyeq>,
+    /// per tenant, `Some` when closed loop
+    windows: Vec<Option<Window>>,
+    /// open-loop requests finding this much work at their shaper are dropped [work]
+    shaper_queue: Option<f64>,
+    /// throughput bin [ns] and the series per tenant
+    bin_ns: Option<u64>,
+    throughput: Vec<Vec<u64>>,
+    origin_ns: u64,
 }
 
 /// Replays `workloads[t]` (one per network tenant, in order) through `net` and measures every
@@ -165,11 +226,21 @@ pub fn simulate(
         .iter()
         .zip(workloads)
         .zip(std::mem::take(&mut engine.latencies))
-        .map(|((spec, w), lat)| {
+        .map(|((spec, w), mut lat)| {
             arrivals.clear();
-            arrivals.extend(w.requests.iter().map(|r| r.arrival_ns));
-            let bytes = w.requests.iter().map(|r| r.size_bytes).sum();
-            tenant_result(
+            let done = |i: &usize| lat[*i] != DROPPED;
+            arrivals.extend(
+                (0..lat.len())
+                    .filter(done)
+                    .map(|i| w.requests[i].arrival_ns),
+            );
+            let bytes = (0..lat.len())
+                .filter(done)
+                .map(|i| w.requests[i].size_bytes)
+                .sum();
+            let before = lat.len();
+            lat.retain(|&l| l != DROPPED);
+            let mut r = tenant_result(
                 spec.name.clone(),
                 &spec.slo,
                 bytes,
@@ -177,14 +248,29 @@ pub fn simulate(
                 lat,
                 origin_ns,
                 window_ns,
-            )
+            );
+            r.dropped = (before - r.latencies_ns.len()) as u64;
+            r
         })
         .collect();
+    let eyeq = match &engine.eyeq {
+        Some(e) => e
+            .receivers
+            .iter()
+            .map(|r| EyeqReceiverResult {
+                queue: net.queues[r.queue].name.clone(),
+                stats: r.rx.stats(),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(SimResult {
         tenants,
         queues: engine.queues.into_iter().map(|q| q.stats).collect(),
         events: engine.events,
         end_ns,
+        throughput: engine.throughput,
+        eyeq,
     })
 }
 
@@ -247,7 +333,126 @@ fn check(net: &Network, workloads: &[TenantWorkload<'_>], cfg: &SimConfig) -> Re
     if !(cfg.window_s.is_finite() && cfg.window_s > 0.0) {
         return Err(SimError::Window(cfg.window_s));
     }
+    if !cfg.closed_loop.is_empty() && cfg.closed_loop.len() != net.tenants.len() {
+        return Err(SimError::ConfigLength {
+            what: "closed_loop",
+            of: "tenants",
+            of_one: "tenant",
+            expected: net.tenants.len(),
+            got: cfg.closed_loop.len(),
+        });
+    }
+    for (spec, c) in net.tenants.iter().zip(&cfg.closed_loop) {
+        if matches!(c, Some(c) if c.window == 0) {
+            return Err(SimError::ClosedLoopWindow(spec.name.clone()));
+        }
+    }
+    if cfg.throughput_bin_ns == Some(0) {
+        return Err(SimError::ThroughputBin);
+    }
+    if let Some(cap) = cfg.shaper_queue_bytes {
+        if !(cap.is_finite() && cap >= 0.0) {
+            return Err(SimError::ShaperQueue(cap));
+        }
+    }
+    if let Some(e) = &cfg.eyeq {
+        if cfg.excess == Excess::BestEffort {
+            return Err(SimError::EyeqExcess);
+        }
+        if e.weights.len() != net.tenants.len() {
+            return Err(SimError::ConfigLength {
+                what: "EyeQ weights",
+                of: "tenants",
+                of_one: "tenant",
+                expected: net.tenants.len(),
+                got: e.weights.len(),
+            });
+        }
+        let mut seen = vec![false; net.queues.len()];
+        for &q in &e.receivers {
+            let Some(s) = seen.get_mut(q) else {
+                return Err(SimError::EyeqQueue {
+                    index: q,
+                    queues: net.queues.len(),
+                });
+            };
+            if std::mem::replace(s, true) {
+                return Err(SimError::EyeqDuplicate(net.queues[q].name.clone()));
+            }
+        }
+    }
     Ok(())
+}
+
+/// Per flow: the EyeQ receiver it crosses and its tenant index there.
+type ReceiverOf = Vec<Option<(usize, usize)>>;
+
+/// Builds EyeQ's receivers and says, per flow, which receiver it crosses and its tenant
+/// index there (tenants numbered in network order among those crossing the receiver).
+fn build_eyeq(
+    net: &Network,
+    cfg: &SimConfig,
+    origin_ns: u64,
+) -> Result<(Option<Eyeq>, ReceiverOf), SimError> {
+    let mut of_flow = vec![None; net.flows.len()];
+    let Some(e) = &cfg.eyeq else {
+        return Ok((None, of_flow));
+    };
+    let mut at_queue = vec![None; net.queues.len()];
+    for (ri, &q) in e.receivers.iter().enumerate() {
+        at_queue[q] = Some(ri);
+    }
+    let mut receivers = Vec::with_capacity(e.receivers.len());
+    for (ri, &q) in e.receivers.iter().enumerate() {
+        let queue = &net.queues[q];
+        let mut local = vec![None; net.tenants.len()];
+        let mut weights = Vec::new();
+        for (fi, f) in net.flows.iter().enumerate() {
+            let Some(first) = f.path.iter().find_map(|&p| at_queue[p]) else {
+                continue;
+            };
+            if let Some(second) = f.path.iter().filter_map(|&p| at_queue[p]).nth(1) {
+                return Err(SimError::EyeqTwoReceivers {
+                    flow: f.name.clone(),
+                    first: net.queues[e.receivers[first]].name.clone(),
+                    second: net.queues[e.receivers[second]].name.clone(),
+                });
+            }
+            if first != ri {
+                continue;
+            }
+            let t = *local[f.tenant].get_or_insert_with(|| {
+                weights.push(e.weights[f.tenant]);
+                weights.len() - 1
+            });
+            of_flow[fi] = Some((ri, t));
+        }
+        let config = EyeqConfig {
+            line_rate: queue.rate,
+            ..e.config
+        };
+        let eyeq_err = |source| SimError::Eyeq {
+            queue: queue.name.clone(),
+            source,
+        };
+        let rx = if weights.is_empty() {
+            // no flow crosses it: a receiver with one idle tenant, for its settings' check
+            Receiver::new(config, &[1.0], origin_ns)
+        } else {
+            Receiver::new(config, &weights, origin_ns)
+        }
+        .map_err(eyeq_err)?;
+        receivers.push(EyeqReceiver { queue: q, rx });
+    }
+    Ok((
+        Some(Eyeq {
+            receivers,
+            at_queue,
+            in_flight: VecDeque::new(),
+            delay_ns: e.feedback_delay_ns,
+        }),
+        of_flow,
+    ))
 }
 
 impl<'a> Engine<'a> {
@@ -284,6 +489,7 @@ impl<'a> Engine<'a> {
                 },
             })
             .collect();
+        let (eyeq, receiver_of) = build_eyeq(net, cfg, origin_ns)?;
         // each flow's work function: the tenant's workload lists them in tenant-flow order
         let mut work_of: Vec<Option<&'a dyn WorkFunction>> = vec![None; net.flows.len()];
         for (spec, w) in net.tenants.iter().zip(workloads) {
@@ -302,8 +508,18 @@ impl<'a> Engine<'a> {
                     Transmission::Chunked { mtu_bytes } if f.stage.is_link() => mtu_bytes as f64,
                     _ => f64::INFINITY,
                 };
-                let shaper = match cfg.shapers.get(i).filter(|b| !b.is_empty()) {
-                    Some(buckets) => Some(Shaper {
+                let buckets = cfg.shapers.get(i).map_or(&[][..], |b| &b[..]);
+                let receiver = receiver_of[i];
+                let limiter = match (receiver, &eyeq) {
+                    (Some((ri, _)), Some(e)) => {
+                        Some((*e.receivers[ri].rx.config(), DestinationLimiter::new()))
+                    }
+                    _ => None,
+                };
+                let shaper = if buckets.is_empty() && limiter.is_none() {
+                    None
+                } else {
+                    Some(Shaper {
                         buckets: buckets
                             .iter()
                             .map(|b| TokenBucket::new(b.rate, b.burst, origin_ns))
@@ -312,17 +528,20 @@ impl<'a> Engine<'a> {
                                 flow: f.name.clone(),
                                 source: e,
                             })?,
+                        limiter,
+                        waiting_work: 0.0,
                         waiting: VecDeque::new(),
                         retry_at: None,
-                    }),
-                    None => None,
+                    })
                 };
                 Ok(FlowState {
                     path: f.path.clone(),
                     level: dense[f.tenant],
                     mtu,
+                    packetized: f.stage.is_link(),
                     work,
                     shaper,
+                    receiver,
                 })
             })
             .collect::<Result<_, SimError>>()?;
@@ -332,7 +551,32 @@ impl<'a> Engine<'a> {
                 events.push(r.arrival_ns, (ARRIVAL << KIND_SHIFT) | t as u64);
             }
         }
+        let windows = (0..workloads.len())
+            .map(|t| {
+                cfg.closed_loop
+                    .get(t)
+                    .copied()
+                    .flatten()
+                    .map(|spec| Window {
+                        spec,
+                        in_flight: 0,
+                        blocked: false,
+                    })
+            })
+            .collect();
         Ok(Engine {
+            eyeq,
+            windows,
+            shaper_queue: cfg
+                .shaper_queue_bytes
+                .filter(|_| cfg.excess == Excess::Wait),
+            bin_ns: cfg.throughput_bin_ns,
+            throughput: if cfg.throughput_bin_ns.is_some() {
+                vec![Vec::new(); workloads.len()]
+            } else {
+                Vec::new()
+            },
+            origin_ns,
             excess: cfg.excess,
             best_effort: n_levels - 1,
             net,
@@ -362,6 +606,7 @@ impl<'a> Engine<'a> {
             match ev >> KIND_SHIFT {
                 ARRIVAL => self.arrive(data, now)?,
                 DEPART => self.depart(data, now)?,
+                FEEDBACK => self.feedback(now)?,
                 _ => {
                     let Some(s) = self.flows[data].shaper.as_mut() else {
                         continue;
@@ -382,10 +627,18 @@ impl<'a> Engine<'a> {
     }
 
     fn arrive(&mut self, tenant: usize, now: u64) -> Result<(), SimError> {
+        if let Some(w) = self.windows[tenant].as_mut() {
+            if w.in_flight >= w.spec.window {
+                // the next request waits for a completion
+                w.blocked = true;
+                return Ok(());
+            }
+            w.in_flight += 1;
+        }
         let index = self.next[tenant];
         self.next[tenant] += 1;
         if let Some(r) = self.workloads[tenant].requests.get(index + 1) {
-            self.push(r.arrival_ns, ARRIVAL, tenant);
+            self.push(r.arrival_ns.max(now), ARRIVAL, tenant);
         }
         let slot = Slot {
             tenant: tenant as u32,
@@ -424,8 +677,16 @@ impl<'a> Engine<'a> {
         slot.work = work;
         slot.demoted = false;
         self.slots[id as usize] = slot;
+        let open_loop = self.windows[slot.tenant as usize].is_none();
         match self.flows[flow].shaper.as_mut() {
             Some(s) => {
+                if open_loop && self.shaper_queue.is_some_and(|cap| s.waiting_work >= cap) {
+                    // the sender's queue is full: the request is lost
+                    self.latencies[slot.tenant as usize][slot.index as usize] = DROPPED;
+                    self.free.push(id);
+                    return Ok(());
+                }
+                s.waiting_work += work;
                 s.waiting.push_back(id);
                 if s.waiting.len() == 1 {
                     self.release(flow, now)?;
@@ -455,18 +716,29 @@ impl<'a> Engine<'a> {
                 return Ok(());
             };
             let cost = self.slots[id as usize].work;
+            let bytes = cost.round() as u64;
+            let limited_at = s
+                .limiter
+                .as_ref()
+                .map_or(now, |(c, l)| l.ready_at(c, now, bytes));
             let ready_at_ns = s
                 .buckets
                 .iter()
                 .map(|b| b.ready_at(now, cost))
                 .max()
-                .unwrap_or(now);
+                .unwrap_or(now)
+                .max(limited_at);
             if ready_at_ns <= now {
                 for b in &mut s.buckets {
                     b.take(now, cost)
                         .expect("every bucket was ready for this cost at this instant");
                 }
+                if let Some((c, l)) = s.limiter.as_mut() {
+                    l.take(c, now, bytes)
+                        .expect("the limiter was ready for these bytes at this instant");
+                }
                 s.waiting.pop_front();
+                s.waiting_work = (s.waiting_work - cost).max(0.0);
                 if self.slots[id as usize].demoted {
                     self.promote(id);
                 } else {
@@ -478,6 +750,7 @@ impl<'a> Engine<'a> {
                 if best_effort {
                     // never conforms: it stays best effort and no longer holds the FIFO
                     s.waiting.pop_front();
+                    s.waiting_work = (s.waiting_work - cost).max(0.0);
                     if !self.slots[id as usize].demoted {
                         self.send_best_effort(id, now);
                     }
@@ -532,13 +805,16 @@ impl<'a> Engine<'a> {
         let Some(s) = self.flows[flow].shaper.as_mut() else {
             return Ok(());
         };
+        let work = self.slots[id as usize].work;
         match s.waiting.iter().position(|&w| w == id) {
             Some(0) => {
                 s.waiting.pop_front();
+                s.waiting_work = (s.waiting_work - work).max(0.0);
                 self.release(flow, now)
             }
             Some(i) => {
                 s.waiting.remove(i);
+                s.waiting_work = (s.waiting_work - work).max(0.0);
                 Ok(())
             }
             None => Ok(()),
@@ -614,6 +890,7 @@ impl<'a> Engine<'a> {
         };
         qs.stats.last_departure_ns = now;
         let slot = self.slots[done.slot as usize];
+        self.at_receiver(q, slot.flow as usize, done.work, now)?;
         let f = &self.flows[slot.flow as usize];
         let next_hop = done.hop as usize + 1;
         if let Some(&next_q) = f.path.get(next_hop) {
@@ -634,6 +911,14 @@ impl<'a> Engine<'a> {
                 now,
             );
         } else {
+            if let (Some(bin), true) = (self.bin_ns, f.packetized) {
+                let k = ((now - self.origin_ns) / bin) as usize;
+                let series = &mut self.throughput[slot.tenant as usize];
+                if series.len() <= k {
+                    series.resize(k + 1, 0);
+                }
+                series[k] += done.work.round() as u64;
+            }
             let s = &mut self.slots[done.slot as usize];
             s.outstanding -= 1;
             if s.outstanding == 0 {
@@ -658,7 +943,63 @@ impl<'a> Engine<'a> {
         let arrival = self.request(&slot).arrival_ns;
         self.latencies[slot.tenant as usize][slot.index as usize] = now - arrival;
         self.free.push(id);
+        if let Some(w) = self.windows[slot.tenant as usize].as_mut() {
+            w.in_flight -= 1;
+            if std::mem::take(&mut w.blocked) {
+                let at = now.saturating_add(w.spec.ack_delay_ns);
+                self.push(at, ARRIVAL, slot.tenant as usize);
+            }
+        }
         Ok(())
+    }
+
+    /// A chunk of `work` bytes of `flow` left queue `q`: if an EyeQ receiver watches `q`,
+    /// it arrived at the receiving host; feedback goes back to the flow's limiter.
+    fn at_receiver(&mut self, q: usize, flow: usize, work: f64, now: u64) -> Result<(), SimError> {
+        let Some(e) = self.eyeq.as_mut() else {
+            return Ok(());
+        };
+        let Some(ri) = e.at_queue[q] else {
+            return Ok(());
+        };
+        let Some((_, tenant)) = self.flows[flow].receiver else {
+            return Ok(());
+        };
+        let r = &mut e.receivers[ri];
+        let fb =
+            r.rx.on_arrival(now, flow, tenant, work.round() as u64)
+                .map_err(|source| SimError::Eyeq {
+                    queue: self.net.queues[q].name.clone(),
+                    source,
+                })?;
+        if let Some(fb) = fb {
+            e.in_flight.push_back((flow, fb));
+            let at = now.saturating_add(e.delay_ns);
+            self.push(at, FEEDBACK, 0);
+        }
+        Ok(())
+    }
+
+    /// The oldest feedback in flight reaches its flow's limiter; the shaper looks again.
+    fn feedback(&mut self, now: u64) -> Result<(), SimError> {
+        let Some((flow, fb)) = self.eyeq.as_mut().and_then(|e| e.in_flight.pop_front()) else {
+            return Ok(());
+        };
+        let Some((c, l)) = self.flows[flow]
+            .shaper
+            .as_mut()
+            .and_then(|s| s.limiter.as_mut())
+        else {
+            return Ok(());
+        };
+        if let Err(source) = l.on_feedback(c, now, fb) {
+            let queue = match (self.flows[flow].receiver, &self.eyeq) {
+                (Some((ri, _)), Some(e)) => self.net.queues[e.receivers[ri].queue].name.clone(),
+                _ => self.net.flows[flow].name.clone(),
+            };
+            return Err(SimError::Eyeq { queue, source });
+        }
+        self.release(flow, now)
     }
 }
 

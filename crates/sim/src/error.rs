@@ -55,6 +55,32 @@ pub enum SimError {
         flow: String,
         index: usize,
     },
+    #[error("EyeQ receiver queue index {index} does not exist; the network has {queues} queues (0..{queues})")]
+    EyeqQueue { index: usize, queues: usize },
+    #[error("EyeQ receiver listed twice on queue {0:?}; list each receiving link once")]
+    EyeqDuplicate(String),
+    #[error("flow {flow:?} crosses two EyeQ receivers ({first:?} and {second:?}); list only the links into receiving hosts, which a flow crosses once")]
+    EyeqTwoReceivers {
+        flow: String,
+        first: String,
+        second: String,
+    },
+    #[error("EyeQ's limiters hold excess requests at the sender; simulate EyeQ with excess = wait, not best effort")]
+    EyeqExcess,
+    #[error("EyeQ receiver on queue {queue:?}: {source}")]
+    Eyeq {
+        queue: String,
+        #[source]
+        source: tailbound_shaping::eyeq::EyeqError,
+    },
+    #[error(
+        "tenant {0:?}: a closed-loop window of 0 requests never sends; use a window of at least 1"
+    )]
+    ClosedLoopWindow(String),
+    #[error("shaper queue of {0} is invalid; use a finite amount of work >= 0 [bytes on links], e.g. 131072")]
+    ShaperQueue(f64),
+    #[error("throughput bin of 0 ns is invalid; use a bin of at least 1 ns, e.g. 1 ms")]
+    ThroughputBin,
     #[error("tenant {tenant:?} has {requests} requests; at most {max} per tenant are supported")]
     TooManyRequests {
         tenant: String,

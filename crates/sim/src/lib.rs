@@ -70,6 +70,17 @@
 //! holds when every window's SLO percentile is ≤ the SLO latency (the papers' check). Per
 //! queue ([`QueueStats`]): units, work, busy time, last departure.
 //!
+//! # EyeQ and closed-loop tenants
+//!
+//! With [`SimConfig::eyeq`], an EyeQ receiver (`tailbound_shaping::eyeq::Receiver`) watches
+//! each listed link: every chunk leaving it is an arrival at the receiving host, and the
+//! feedback it returns reaches the sending flow's per-destination limiter
+//! (`tailbound_shaping::eyeq::DestinationLimiter`, in front of the flow's first queue, with
+//! its token buckets if any) [`EyeqSim::feedback_delay_ns`] later. The limiter holds whole
+//! requests of the stage (FIFO, like the token buckets). [`SimConfig::closed_loop`] makes a
+//! tenant window-limited (a long-lived TCP connection without loss);
+//! [`SimConfig::throughput_bin_ns`] records delivered bytes over time.
+//!
 //! # Pulsar
 //!
 //! Pulsar's closed-loop VDC simulation is its own crate, `tailbound-vdc-sim`; it shares only
@@ -86,7 +97,7 @@ pub mod event;
 pub mod replay;
 mod stats;
 
-pub use engine::{simulate, QueueStats, SimResult};
+pub use engine::{simulate, EyeqReceiverResult, QueueStats, SimResult};
 pub use error::SimError;
 pub use event::EventQueue;
 pub use replay::{opt, opt_greedy, Opt, Plan, Replay, ReplayError};
@@ -95,6 +106,7 @@ pub use tailbound_model::Excess;
 
 use tailbound_curves::WorkFunction;
 use tailbound_model::{Bucket, Request, ETHERNET_MTU_BYTES, SLO_WINDOW_S};
+use tailbound_shaping::eyeq::EyeqConfig;
 
 /// How links carry work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +126,36 @@ impl Default for Transmission {
     }
 }
 
+/// EyeQ in the replay (shared/papers/eyeq.txt, `tailbound_shaping::eyeq`): a receiver on
+/// each receiving link measures what leaves that link, and every flow that crosses one gets
+/// a per-destination limiter in front of its first queue, driven by the receiver's feedback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EyeqSim {
+    /// EyeQ's parameters; each receiver's `line_rate` is its queue's rate (the one given
+    /// here is replaced)
+    pub config: EyeqConfig,
+    /// the queues an EyeQ receiver watches: links into receiving hosts, indexed like
+    /// [`Network::queues`](tailbound_model::Network::queues)
+    pub receivers: Vec<usize>,
+    /// guarantee weight per network tenant (e.g. its guaranteed rate)
+    pub weights: Vec<f64>,
+    /// how long a feedback message takes to reach the sender [ns]
+    pub feedback_delay_ns: u64,
+}
+
+/// A closed-loop tenant: at most `window` requests in flight, the next one entering
+/// `ack_delay_ns` after one completes (or at its trace arrival, if later). A long-lived TCP
+/// connection is such a tenant with segments as requests, all due at its start: its rate
+/// adapts to its share of the bottleneck through the window (ACK clocking), with no loss
+/// and no congestion-window changes (the simulator's queues are unbounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClosedLoop {
+    /// requests in flight at most (≥ 1)
+    pub window: u32,
+    /// from a completion to the next request's entry (the ACK's trip) [ns]
+    pub ack_delay_ns: u64,
+}
+
 /// How to run a simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimConfig {
@@ -130,6 +172,18 @@ pub struct SimConfig {
     pub window_s: f64,
     /// what shapers do with excess requests
     pub excess: Excess,
+    /// EyeQ's receivers and limiters ([`EyeqSim`]); requires [`Excess::Wait`]
+    pub eyeq: Option<EyeqSim>,
+    /// closed-loop tenants, indexed like the network's tenants; empty or `None` = open loop
+    pub closed_loop: Vec<Option<ClosedLoop>>,
+    /// record every tenant's delivered bytes per bin of this length [ns] (see
+    /// [`SimResult::throughput`])
+    pub throughput_bin_ns: Option<u64>,
+    /// with [`Excess::Wait`]: an open-loop request that finds at least this much work
+    /// waiting at its flow's shaper (token buckets, EyeQ's limiter) is dropped, as a
+    /// sender's full qdisc drops a datagram (EyeQ's limiter queue holds 128 KiB); closed-loop
+    /// tenants are never dropped (their window bounds what waits); `None` = unbounded
+    pub shaper_queue_bytes: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -140,6 +194,10 @@ impl Default for SimConfig {
             shapers: Vec::new(),
             window_s: SLO_WINDOW_S,
             excess: Excess::Wait,
+            eyeq: None,
+            closed_loop: Vec::new(),
+            throughput_bin_ns: None,
+            shaper_queue_bytes: None,
         }
     }
 }

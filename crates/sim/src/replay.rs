@@ -266,6 +266,7 @@ impl<'a> Replay<'a> {
             shapers,
             window_s,
             excess: plan.excess,
+            ..SimConfig::default()
         };
         Ok(simulate(&net, &workloads, &cfg)?)
     }

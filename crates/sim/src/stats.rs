@@ -35,9 +35,11 @@ pub struct Window {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TenantResult {
     pub name: String,
-    /// completed requests (all of the workload's requests: the run drains every queue)
+    /// completed requests (every request not dropped: the run drains every queue)
     pub requests: u64,
-    /// sum of the requests' `size_bytes` [bytes]
+    /// requests dropped at a full shaper queue ([`crate::SimConfig::shaper_queue_bytes`])
+    pub dropped: u64,
+    /// sum of the completed requests' `size_bytes` [bytes]
     pub bytes: u64,
     /// every request's latency, sorted ascending [ns]
     pub latencies_ns: Vec<u64>,
@@ -118,6 +120,7 @@ pub(crate) fn tenant_result(
     TenantResult {
         name,
         requests: n as u64,
+        dropped: 0,
         bytes,
         mean_s,
         p50_s: pct(&latencies_ns, 50.0),

@@ -3,7 +3,10 @@
 //! Generation is deterministic for a seed (a `ChaCha8Rng` seeded with
 //! `seed_from_u64(seed)`; no global RNG). Times are generated in continuous time, rounded to
 //! integer nanoseconds (so the trace is sorted), and cover `[0, duration_s)`. Sizes are
-//! rounded to whole bytes and clamped to `[1 B, 1 GiB]`.
+//! rounded to whole bytes and clamped to `[1 B, 1 GiB]`. A spec expected to produce more than
+//! [`crate::MAX_REQUESTS`] requests (what a trace may hold) or
+//! [`MAX_EVENTS`] events is refused before anything is generated, and generation stops with an
+//! error if a draw exceeds the former anyway.
 //!
 //! Arrival models:
 //! * **Poisson**: exponential inter-arrivals at `rate_per_s`.
@@ -24,7 +27,7 @@ use rand_distr::{Distribution, Exp, Pareto};
 use serde::{Deserialize, Serialize};
 use tailbound_model::{Op, Request};
 
-use crate::Trace;
+use crate::{Trace, MAX_REQUESTS};
 
 /// Largest generated request \[bytes\]: 1 GiB.
 pub const MAX_SIZE_BYTES: u64 = 1 << 30;
@@ -131,6 +134,8 @@ pub enum GenError {
     EmptyChoice,
     #[error("the spec would generate about {expected:.3e} events (arrivals and state changes); expected at most {max:e}, lower the rate or the duration")]
     TooLarge { expected: f64, max: f64 },
+    #[error("the spec would generate about {expected:.3e} requests; a trace holds at most {max}, lower the rate or the duration")]
+    TooManyRequests { expected: f64, max: u64 },
     #[error("no request arrived within {duration_s} s (seed {seed}); expected at least one, raise the rate or the duration")]
     NoRequests { duration_s: f64, seed: u64 },
 }
@@ -254,6 +259,14 @@ impl GenSpec {
                 max: MAX_EVENTS,
             });
         }
+        let requests = self.arrival.max_rate_per_s() * d;
+        // a Poisson count rarely exceeds its mean by 1%; generation checks the real count too
+        if requests > 0.99 * MAX_REQUESTS as f64 {
+            return Err(GenError::TooManyRequests {
+                expected: requests,
+                max: MAX_REQUESTS,
+            });
+        }
         match &self.sizes {
             SizeDist::Fixed { bytes } => check(
                 "fixed bytes",
@@ -295,6 +308,19 @@ impl GenSpec {
 }
 
 impl ArrivalModel {
+    /// The highest arrival rate the model can have [requests/s].
+    pub fn max_rate_per_s(&self) -> f64 {
+        match self {
+            ArrivalModel::Poisson { rate_per_s } | ArrivalModel::Pareto { rate_per_s, .. } => {
+                *rate_per_s
+            }
+            ArrivalModel::OnOff { on_rate_per_s, .. } => *on_rate_per_s,
+            ArrivalModel::Mmpp { rates_per_s, .. } => {
+                rates_per_s.iter().copied().fold(0.0, f64::max)
+            }
+        }
+    }
+
     /// A short readable description: `poisson 400/s`, `mmpp [100, 1500]/s`.
     pub fn describe(&self) -> String {
         match self {
@@ -375,11 +401,17 @@ fn renewal(
     let mut t = 0.0;
     loop {
         t += gap.sample(rng);
-        if t.is_nan() || t >= duration_s {
+        if t.is_nan() || t >= duration_s || full(out) {
             return;
         }
         out.push(t);
     }
+}
+
+/// Whether `out` holds as many arrivals as a trace may (generation stops; [`generate`]
+/// reports it).
+fn full(out: &[f64]) -> bool {
+    out.len() as u64 > MAX_REQUESTS
 }
 
 /// A continuous-time MMPP with uniform jumps (see the module docs).
@@ -435,7 +467,7 @@ fn modulated(
         if let Some(Some(gap)) = arrival.get(state) {
             loop {
                 t += gap.sample(rng);
-                if t.is_nan() || t >= stop {
+                if t.is_nan() || t >= stop || full(out) {
                     break;
                 }
                 out.push(t);
@@ -484,6 +516,12 @@ pub fn generate(spec: &GenSpec, seed: u64) -> Result<Trace, GenError> {
         return Err(GenError::NoRequests {
             duration_s: spec.duration_s,
             seed,
+        });
+    }
+    if full(&times) {
+        return Err(GenError::TooManyRequests {
+            expected: times.len() as f64,
+            max: MAX_REQUESTS,
         });
     }
     let (read, write) = match spec.vocabulary {

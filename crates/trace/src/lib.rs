@@ -28,7 +28,10 @@ pub mod write;
 
 pub use dir::{list_traces, TraceDirError};
 pub use gen::{generate, ArrivalModel, GenError, GenSpec, SizeDist, Vocabulary};
-pub use read::{open_trace, parse_trace, read_trace, TraceError, TraceErrorKind, TraceReader};
+pub use read::{
+    open_trace, parse_trace, read_trace, TraceError, TraceErrorKind, TraceReader, MAX_LINE_BYTES,
+    MAX_REQUESTS, MAX_REQUEST_BYTES,
+};
 pub use split::{rotate, rotation_period, split, split_keep_times, Part, SplitError};
 pub use stats::{
     rate_series, trace_stats, RatePoint, SizeStats, StatsError, TraceStats, WindowPeak,

@@ -14,15 +14,20 @@
 //!
 //! In both, `op` is one of `Get`, `Put`, `DiskRead`, `DiskWrite` in any case, fields may be
 //! surrounded by spaces, lines may end in `\r\n`, blank lines are skipped and lines starting
-//! with `#` are comments. Sizes must be ≥ 1 byte and arrival times non-decreasing (equal times
-//! are fine). A trace without requests is an error.
+//! with `#` are comments. Sizes must be ≥ 1 byte and at most [`MAX_REQUEST_BYTES`] (1 TiB),
+//! arrival times non-decreasing (equal times are fine). A trace without requests is an error.
+//!
+//! **Limits**, so that no input can exhaust memory: a line is at most [`MAX_LINE_BYTES`]
+//! (64 KiB; a request line needs about 50), a trace at most [`MAX_REQUESTS`] requests (20
+//! million, 480 MB in memory; the largest production trace has 110 thousand). Beyond either
+//! the reader stops with an error naming the line.
 //!
 //! The reader reuses one line buffer and parses bytes by hand; it never panics on any input.
 //! Writing traces lives in [`crate::write`].
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use tailbound_model::{Op, Request};
@@ -37,6 +42,15 @@ const MAX_QUOTE: usize = 64;
 
 /// Buffer size of the reader [`open_trace`] returns \[bytes\].
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Longest line a trace may have \[bytes\], end of line included.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Most requests one trace may hold (also the most [`crate::generate`] produces).
+pub const MAX_REQUESTS: u64 = 20_000_000;
+
+/// Largest request size a trace may give \[bytes\]: 1 TiB.
+pub const MAX_REQUEST_BYTES: u64 = 1 << 40;
 
 /// Why a trace could not be read: where (file and line) and what ([`TraceErrorKind`]).
 ///
@@ -72,6 +86,12 @@ impl fmt::Display for Location<'_> {
 pub enum TraceErrorKind {
     #[error("cannot read the trace: {0}")]
     Io(std::io::Error),
+    #[error("is a folder; expected a trace file")]
+    Folder,
+    #[error("the line is longer than {max} bytes; expected lines `arrival_ns,0xSIZE,op` or `time_s,size_bytes,op` (is this a trace?)")]
+    LineTooLong { max: usize },
+    #[error("the trace holds more than {max} requests; expected at most {max} (split it with `tailbound trace split`)")]
+    TooManyRequests { max: u64 },
     #[error("unrecognized header {line:?}; expected either no header (lines `arrival_ns,0xSIZE,op`) or exactly `time_s,size_bytes,op`")]
     Header { line: String },
     #[error("found {found} comma-separated fields in {line:?}; expected 3: `{}`", format.layout())]
@@ -104,8 +124,10 @@ pub enum TraceErrorKind {
     NegativeSize { value: String },
     #[error("size {value} is zero; expected at least 1 byte")]
     ZeroSize { value: String },
-    #[error("size {value} does not fit in 64 bits; expected at most 18446744073709551615 bytes")]
+    #[error("size {value} does not fit in 64 bits; expected at most 1099511627776 bytes (1 TiB)")]
     SizeOverflow { value: String },
+    #[error("size {value} is larger than 1 TiB; expected at most 1099511627776 bytes")]
+    SizeTooLarge { value: String },
     #[error("unknown op {value:?}; expected one of Get, Put, DiskRead, DiskWrite (any case)")]
     UnknownOp { value: String },
     #[error("the trace holds no requests; expected at least one line `arrival_ns,0xSIZE,op`, or a `time_s,size_bytes,op` header followed by requests")]
@@ -149,6 +171,13 @@ pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
 /// Opens a trace file for streaming: the returned reader yields one request at a time.
 pub fn open_trace(path: &Path) -> Result<TraceReader<BufReader<File>>, TraceError> {
     let name = path.display().to_string();
+    if path.is_dir() {
+        return Err(TraceError {
+            path: name,
+            line: 0,
+            kind: TraceErrorKind::Folder,
+        });
+    }
     match File::open(path) {
         Ok(f) => Ok(TraceReader::new(
             name,
@@ -236,7 +265,21 @@ impl<R: BufRead> Iterator for TraceReader<R> {
         }
         loop {
             self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
+            // at most one byte more than a line may hold, so that no input grows the buffer
+            let limit = MAX_LINE_BYTES as u64 + 1;
+            match (&mut self.reader)
+                .take(limit)
+                .read_until(b'\n', &mut self.buf)
+            {
+                Ok(n) if n > MAX_LINE_BYTES => {
+                    let line = self.line.saturating_add(1);
+                    return self.fail(
+                        line,
+                        TraceErrorKind::LineTooLong {
+                            max: MAX_LINE_BYTES,
+                        },
+                    );
+                }
                 Ok(0) => {
                     if self.requests == 0 {
                         return self.fail(self.line, TraceErrorKind::Empty);
@@ -300,6 +343,10 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                     };
                     return self.fail(self.line, kind);
                 }
+            }
+            if self.requests >= MAX_REQUESTS {
+                let max = MAX_REQUESTS;
+                return self.fail(self.line, TraceErrorKind::TooManyRequests { max });
             }
             self.previous_ns = Some(request.arrival_ns);
             self.requests = self.requests.saturating_add(1);
@@ -433,6 +480,7 @@ fn size_result(
         Ok(_) | Err(NumError::Overflow) if negative => {
             Err(TraceErrorKind::NegativeSize { value: quote(s) })
         }
+        Ok(v) if v > MAX_REQUEST_BYTES => Err(TraceErrorKind::SizeTooLarge { value: quote(s) }),
         Ok(v) => Ok(v),
         Err(NumError::Overflow) => Err(TraceErrorKind::SizeOverflow { value: quote(s) }),
         Err(NumError::Malformed) => Err(TraceErrorKind::BadSize {

@@ -43,8 +43,8 @@ pub struct TraceStats {
     pub mean_bytes_per_s: Option<f64>,
     /// fraction of requests that read (Get, DiskRead); `None` for an empty trace
     pub read_fraction: Option<f64>,
-    /// sum of request sizes \[bytes\] (saturates at u64::MAX)
-    pub total_bytes: u64,
+    /// sum of request sizes \[bytes\] (exact: 128 bits)
+    pub total_bytes: u128,
     /// request size distribution; `None` for an empty trace
     pub size_bytes: Option<SizeStats>,
     /// peak rates per window length, one entry per [`PEAK_WINDOWS_S`]
@@ -204,7 +204,7 @@ pub fn trace_stats(trace: &Trace) -> TraceStats {
         mean_requests_per_s,
         mean_bytes_per_s,
         read_fraction: (n > 0).then(|| reads as f64 / n as f64),
-        total_bytes: u64::try_from(total).unwrap_or(u64::MAX),
+        total_bytes: total,
         size_bytes: size_stats(trace),
         windows,
     }

@@ -2,5 +2,6 @@
 //! VDC allocation and the controller loop.
 
 mod controller;
+mod extremes;
 mod mra;
 mod steps;

@@ -80,6 +80,11 @@ fn the_exact_quantile_matches_a_simulation_of_heavy_tailed_batches() {
 /// One queue of 1 Gbit/s, one tenant per source, each a one-state per-10 µs MMPP (the
 /// discrete-time form of a compound Poisson source); the SNC-Meister bound of tenant 0.
 fn snc_bound(sources: &[(f64, SizeModel)], percentile: f64) -> f64 {
+    one_queue_bound(sources, percentile, Method::SncMeister)
+}
+
+/// The same network's bound of tenant 0 under `method` [s].
+fn one_queue_bound(sources: &[(f64, SizeModel)], percentile: f64, method: Method) -> f64 {
     let mut b = NetworkBuilder::new();
     let link = b.queue("link", GBPS);
     for (i, (lambda, sizes)) in sources.iter().enumerate() {
@@ -111,7 +116,7 @@ fn snc_bound(sources: &[(f64, SizeModel)], percentile: f64) -> f64 {
         b.flow_on(t, format!("f{i}"), Stage::NetIn, vec![link], models);
     }
     let net = b.build().unwrap();
-    let b = bound(&net, Method::SncMeister, &[0], &BoundOptions::default()).unwrap();
+    let b = bound(&net, method, &[0], &BoundOptions::default()).unwrap();
     b[0].total.seconds().expect("a stable queue has a bound")
 }
 
@@ -148,6 +153,66 @@ fn snc_bounds_of_one_queue_are_never_below_the_exact_quantile() {
             assert!(
                 snc + STEP >= exact,
                 "{name} at p{p}: SNC bound {snc:.6} s below the exact quantile {exact:.6} s"
+            );
+        }
+    }
+}
+
+/// The mg1 comparison cases: (name, sources; tenant 0 is the one bounded).
+fn comparison_cases() -> Vec<(&'static str, Vec<(f64, SizeModel)>)> {
+    vec![
+        (
+            "exponential, load 0.5",
+            vec![(0.5 * GBPS / 8000.0, SizeModel::Exponential { mean: 8000.0 })],
+        ),
+        (
+            "heavy-tailed, load 0.3",
+            vec![(0.3 * GBPS / heavy(0.01).mean(), heavy(0.01))],
+        ),
+        (
+            "30 heavy-tailed sources, load 0.24",
+            (0..30)
+                .map(|_| (0.008 * GBPS / heavy(0.002).mean(), heavy(0.002)))
+                .collect(),
+        ),
+    ]
+}
+
+#[test]
+fn martingale_bounds_of_one_queue_are_never_below_the_exact_sojourn() {
+    for (name, sources) in comparison_cases() {
+        let parts: Vec<CompoundPoisson> = sources
+            .iter()
+            .map(|(l, s)| CompoundPoisson::new(*l, s).unwrap())
+            .collect();
+        let all = CompoundPoisson::superpose(&parts).unwrap();
+        for p in [99.0, 99.9, 99.999] {
+            let eps = 1.0 - p / 100.0;
+            let workload = all.workload_quantile(GBPS, eps, DEFAULT_CELLS).unwrap() / GBPS;
+            let sojourn = all
+                .sojourn_quantile(&parts[0], GBPS, eps, DEFAULT_CELLS)
+                .unwrap()
+                / GBPS;
+            let mart = one_queue_bound(&sources, p, Method::SncMartingale);
+            let snc = snc_bound(&sources, p);
+            eprintln!(
+                "{name} p{p}: workload {:.4} ms, sojourn {:.4} ms, martingale {:.4} ms \
+                 ({:.2}x sojourn, {:.2}x workload), snc-meister {:.4} ms ({:.2}x workload)",
+                workload * 1e3,
+                sojourn * 1e3,
+                mart * 1e3,
+                mart / sojourn,
+                mart / workload,
+                snc * 1e3,
+                snc / workload
+            );
+            // the martingale bound is per arrival: its exact counterpart is the sojourn (the
+            // workload an arrival finds plus its own batch), which is never below the
+            // workload; a Bernoulli step carries at most one batch, allow one step's work
+            assert!(sojourn >= workload);
+            assert!(
+                mart + STEP >= sojourn,
+                "{name} at p{p}: martingale bound {mart:.6} s below the exact sojourn {sojourn:.6} s"
             );
         }
     }

@@ -18,7 +18,8 @@ pub struct AdmitArgs {
     pub scenario: PathBuf,
     /// the admission policy: snc-meister (SNC, priorities by SLO), priority-meister (DNC,
     /// priorities by SLO, rate limits from the r-b curve), silo++ (DNC, effective-bandwidth
-    /// rate limits, one level) or qjump++ (DNC, fixed QJump levels)
+    /// rate limits, one level), qjump++ (DNC, fixed QJump levels) or snc-martingale
+    /// (SNC-Meister's admission with martingale bounds: tighter; one- and two-queue paths)
     #[arg(long, default_value = "snc-meister")]
     pub policy: Policy,
     /// write the decisions (for `tailbound simulate --decisions`) to this file
@@ -65,9 +66,7 @@ pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
     }
     let decisions = engine.decisions();
     if let Some(path) = &a.decisions_out {
-        let text = serde_json::to_string_pretty(&decisions)?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("cannot write decisions to {}", path.display()))?;
+        crate::output::write_json(path, &decisions)?;
     }
     let report = AdmitReport {
         scenario: display_name(&a.scenario),
@@ -79,7 +78,7 @@ pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
+        crate::output::print(&table(&report))?;
     }
     Ok(Outcome::Ok)
 }

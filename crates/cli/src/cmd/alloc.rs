@@ -5,6 +5,7 @@
 //! `tailbound alloc bench --vms 24000 --servers 2000 --appliances 200 --active 1.0 --mra drf`.
 
 use super::print_json;
+use crate::args;
 use crate::table::render;
 use crate::Outcome;
 use anyhow::Context;
@@ -50,20 +51,23 @@ pub struct AllocRunArgs {
 
 #[derive(Debug, Args)]
 pub struct AllocBenchArgs {
-    #[arg(long, default_value_t = 24_000)]
+    /// VMs, one flow each (1 to 1000000; the paper: 24000)
+    #[arg(long, default_value_t = 24_000, value_parser = args::count(1, 1_000_000))]
     pub vms: usize,
-    #[arg(long, default_value_t = 2_000)]
+    /// servers, each with an uplink and a downlink (1 to 100000)
+    #[arg(long, default_value_t = 2_000, value_parser = args::count(1, 100_000))]
     pub servers: usize,
-    #[arg(long, default_value_t = 200)]
+    /// appliances (0 to 100000)
+    #[arg(long, default_value_t = 200, value_parser = args::count(0, 100_000))]
     pub appliances: usize,
-    /// fraction of VMs whose flow has demand
-    #[arg(long, default_value_t = 1.0)]
+    /// fraction of VMs whose flow has demand (0 to 1)
+    #[arg(long, default_value_t = 1.0, value_parser = args::real(0.0, 1.0, false))]
     pub active: f64,
     /// allocation mechanism: drf, hdrf or first-fit
     #[arg(long, default_value = "drf")]
     pub mra: Mechanism,
-    /// allocations to time (the median is reported)
-    #[arg(long, default_value_t = 5)]
+    /// allocations to time (the median is reported), 1 to 1000
+    #[arg(long, default_value_t = 5, value_parser = args::count(1, 1000))]
     pub runs: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -124,21 +128,15 @@ fn run_input(a: AllocRunArgs) -> anyhow::Result<Outcome> {
                 ]);
             }
         }
-        print!(
-            "{}",
-            render(
-                &["flow", "resource", "alloc [tokens/s]", "demand [tokens/s]"],
-                &rows
-            )
-        );
+        crate::output::print(&render(
+            &["flow", "resource", "alloc [tokens/s]", "demand [tokens/s]"],
+            &rows,
+        ))?;
     }
     Ok(Outcome::Ok)
 }
 
 fn bench(b: AllocBenchArgs) -> anyhow::Result<Outcome> {
-    if b.runs == 0 {
-        anyhow::bail!("--runs must be at least 1");
-    }
     let scenario = FatTree {
         vms: b.vms,
         servers: b.servers,
@@ -178,29 +176,26 @@ fn bench(b: AllocBenchArgs) -> anyhow::Result<Outcome> {
     if b.json {
         print_json(&report)?;
     } else {
-        print!(
-            "{}",
-            render(
-                &[
-                    "mra",
-                    "VMs",
-                    "resources",
-                    "demand entries",
-                    "median [ms]",
-                    "min [ms]",
-                    "max [ms]"
-                ],
-                &[vec![
-                    report.mra.clone(),
-                    report.vms.to_string(),
-                    report.resources.to_string(),
-                    report.entries.to_string(),
-                    format!("{:.2}", report.seconds * 1e3),
-                    format!("{:.2}", report.min_seconds * 1e3),
-                    format!("{:.2}", report.max_seconds * 1e3),
-                ]]
-            )
-        );
+        crate::output::print(&render(
+            &[
+                "mra",
+                "VMs",
+                "resources",
+                "demand entries",
+                "median [ms]",
+                "min [ms]",
+                "max [ms]",
+            ],
+            &[vec![
+                report.mra.clone(),
+                report.vms.to_string(),
+                report.resources.to_string(),
+                report.entries.to_string(),
+                format!("{:.2}", report.seconds * 1e3),
+                format!("{:.2}", report.min_seconds * 1e3),
+                format!("{:.2}", report.max_seconds * 1e3),
+            ]],
+        ))?;
     }
     Ok(Outcome::Ok)
 }

@@ -17,7 +17,9 @@ pub struct BoundArgs {
     pub scenario: PathBuf,
     /// the analysis: snc-meister (SNC with SNC-Meister's network analysis and dependency
     /// groups), snc-hop (SNC one queue at a time, ε split per hop), snc-conv (SNC leftover per
-    /// hop, then convolution) or dnc (deterministic, static priorities, PriorityMeister-style)
+    /// hop, then convolution), dnc (deterministic, static priorities, PriorityMeister-style) or
+    /// snc-martingale (SNC with martingale envelopes and Doob's inequality, per arrival; one-
+    /// and two-queue paths)
     #[arg(long, default_value = "snc-meister")]
     pub method: Method,
     /// check every tenant at this percentile instead of its own (strictly between 0 and 100,
@@ -25,7 +27,7 @@ pub struct BoundArgs {
     #[arg(long)]
     pub percentile: Option<Percentile>,
     /// how the SNC bound is minimised over θ: brent (robust 1-D minimisation on log θ) or grid
-    /// (the original SNC-Meister's coarse-to-fine sweep)
+    /// (the original SNC-Meister's coarse-to-fine sweep); snc-martingale searches its own grid
     #[arg(long, default_value = "brent")]
     pub theta: ThetaSearch,
     /// print JSON on stdout
@@ -74,7 +76,7 @@ pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
+        crate::output::print(&table(&report))?;
     }
     let all_met = report.tenants.iter().all(|t| t.meets_slo);
     Ok(if all_met {

@@ -4,7 +4,7 @@ use super::{display_name, load_trace, print_json, write_svg};
 use crate::report::{EffBwReport, MmppReport, RbReport};
 use crate::table::{render, si};
 use crate::Outcome;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use tailbound_curves::effbw::effective_bandwidth;
@@ -91,8 +91,8 @@ fn mean_rate(curve: &ArrivalCurve) -> Option<f64> {
 pub struct RbArgs {
     #[command(flatten)]
     pub stage: StageArgs,
-    /// prune the curve to at most K linear pieces, staying an upper bound
-    #[arg(long, value_name = "K")]
+    /// prune the curve to at most K linear pieces, staying an upper bound (1 to 10000)
+    #[arg(long, value_name = "K", value_parser = crate::args::count(1, 10_000))]
     pub prune: Option<usize>,
     /// plot b vs r and α vs t to this SVG file
     #[arg(long, value_name = "FILE")]
@@ -124,8 +124,8 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
     if a.stage.json {
         print_json(&report)?;
     } else {
-        println!(
-            "{} at {}: {} requests, mean rate {} {unit}/s, {} pieces",
+        let head = format!(
+            "{} at {}: {} requests, mean rate {} {unit}/s, {} pieces\n",
             report.trace,
             report.stage,
             report.requests,
@@ -137,17 +137,17 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
             .iter()
             .map(|[r, b]| vec![si(*r), si(*b), format_duration_s(b / r)])
             .collect();
-        print!(
-            "{}",
-            render(
-                &[
-                    &format!("rate [{unit}/s]"),
-                    &format!("burst [{unit}]"),
-                    "b/r"
-                ],
-                &rows
-            )
-        );
+        crate::output::print(
+            &(head
+                + &render(
+                    &[
+                        &format!("rate [{unit}/s]"),
+                        &format!("burst [{unit}]"),
+                        "b/r",
+                    ],
+                    &rows,
+                )),
+        )?;
     }
     Ok(Outcome::Ok)
 }
@@ -204,21 +204,21 @@ pub struct MmppArgs {
     /// of the state's intervals)
     #[arg(long, default_value = "band-centre")]
     pub state_rate: StateRate,
-    /// counting interval
-    #[arg(long, default_value = "1s")]
+    /// counting interval (1ms to 1e6 s)
+    #[arg(long, default_value = "1s", value_parser = crate::args::seconds(1e-3, 1e6, false))]
     pub interval: Seconds,
-    /// time step of the discrete chain
-    #[arg(long, default_value = "10us")]
+    /// time step of the discrete chain (1ns to the counting interval)
+    #[arg(long, default_value = "10us", value_parser = crate::args::seconds(1e-9, 1e6, false))]
     pub step: Seconds,
     /// requests closer than this to the previous one are one arrival event (a batch); 0s:
-    /// every request is one (SNC-Meister)
-    #[arg(long, default_value = "0s")]
+    /// every request is one (SNC-Meister); 0s to 1e6 s
+    #[arg(long, default_value = "0s", value_parser = crate::args::seconds(0.0, 1e6, false))]
     pub batch_gap: Seconds,
-    /// most states
-    #[arg(long, default_value_t = 10)]
+    /// most states (1 to 1000)
+    #[arg(long, default_value_t = 10, value_parser = crate::args::count(1, tailbound_curves::mmpp::MAX_STATES_LIMIT as u64))]
     pub max_states: usize,
-    /// half-width of a state's band in standard deviations (√λ)
-    #[arg(long, default_value_t = 2.0)]
+    /// half-width of a state's band in standard deviations (√λ); more than 0, at most 1000
+    #[arg(long, default_value_t = 2.0, value_parser = crate::args::real(0.0, 1000.0, true))]
     pub band_factor: f64,
 }
 
@@ -250,8 +250,8 @@ fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     let m = &report.mmpp;
-    println!(
-        "{} at {}: {} states, step {}, interval {}, mean load {} {unit}/s",
+    let head = format!(
+        "{} at {}: {} states, step {}, interval {}, mean load {} {unit}/s\n",
         report.trace,
         report.stage,
         m.states.len(),
@@ -279,20 +279,20 @@ fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        render(
-            &[
-                "state",
-                "req/s",
-                &format!("mean [{unit}]"),
-                "intervals",
-                "requests",
-                "mean dwell"
-            ],
-            &rows
-        )
-    );
+    crate::output::print(
+        &(head
+            + &render(
+                &[
+                    "state",
+                    "req/s",
+                    &format!("mean [{unit}]"),
+                    "intervals",
+                    "requests",
+                    "mean dwell",
+                ],
+                &rows,
+            )),
+    )?;
     Ok(Outcome::Ok)
 }
 
@@ -300,16 +300,13 @@ fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
 pub struct EffBwArgs {
     #[command(flatten)]
     pub stage: StageArgs,
-    /// shaper delay target, e.g. 20ms
-    #[arg(long)]
+    /// shaper delay target, e.g. 20ms; more than 0, at most 1e6 s
+    #[arg(long, value_parser = crate::args::seconds(0.0, 1e6, true))]
     pub delay: Seconds,
 }
 
 fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
     let delay_s = a.delay.0;
-    if delay_s <= 0.0 {
-        bail!("--delay {delay_s} s must be positive, e.g. 20ms");
-    }
     let l = load(&a.stage)?;
     let curve = arrival_curve(&l.series)?;
     let rate = effective_bandwidth(&curve.to_rb(), delay_s)?;
@@ -325,8 +322,8 @@ fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
     if a.stage.json {
         print_json(&report)?;
     } else {
-        println!(
-            "{} at {}: effective bandwidth {} {unit}/s for {} ({} x the mean rate)",
+        crate::output::print(&format!(
+            "{} at {}: effective bandwidth {} {unit}/s for {} ({} x the mean rate)\n",
             report.trace,
             report.stage,
             si(rate),
@@ -334,7 +331,7 @@ fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
             report
                 .mean_rate
                 .map_or("-".into(), |m| format!("{:.2}", rate / m))
-        );
+        ))?;
     }
     Ok(Outcome::Ok)
 }

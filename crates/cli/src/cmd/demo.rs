@@ -25,7 +25,7 @@ pub struct DemoArgs {
 
 pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
     if a.print_scenario {
-        print!("{DEMO_SCENARIO}");
+        crate::output::print(DEMO_SCENARIO)?;
         return Ok(Outcome::Ok);
     }
     let report = tailbound_experiments::demo::run()?;
@@ -35,7 +35,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", summary(&report));
+        crate::output::print(&summary(&report))?;
     }
     Ok(Outcome::Ok)
 }

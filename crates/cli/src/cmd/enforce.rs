@@ -123,7 +123,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<Outcome> {
         print_json(&p)?;
         return Ok(Outcome::Ok);
     }
-    print!("{}", plan_text(&p, a.commands));
+    crate::output::print(&plan_text(&p, a.commands))?;
     Ok(Outcome::Ok)
 }
 
@@ -321,8 +321,11 @@ fn run_apply(a: ApplyArgs) -> anyhow::Result<Outcome> {
     if a.common.json {
         print_json(&report)?;
     } else {
-        print!("{}", reports_text(&report.interfaces));
-        println!("{} tc commands", report.changes);
+        crate::output::print(&format!(
+            "{}{} tc commands\n",
+            reports_text(&report.interfaces),
+            report.changes
+        ))?;
     }
     Ok(Outcome::Ok)
 }
@@ -355,16 +358,14 @@ fn run_status(a: ApplyArgs) -> anyhow::Result<Outcome> {
                 ]
             })
             .collect();
-        print!(
-            "{}",
-            render(&["host", "interface", "applied", "commands to plan"], &rows)
-        );
+        let mut text = render(&["host", "interface", "applied", "commands to plan"], &rows);
         for i in report.interfaces.iter().filter(|i| !i.drift.is_empty()) {
-            println!("\n{} {}:", i.host, i.interface);
+            text += &format!("\n{} {}:\n", i.host, i.interface);
             for l in &i.drift {
-                println!("  tc {l}");
+                text += &format!("  tc {l}\n");
             }
         }
+        crate::output::print(&text)?;
     }
     Ok(if drift {
         Outcome::CheckFailed
@@ -403,7 +404,7 @@ fn run_remove(a: RemoveArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", reports_text(&report.interfaces));
+        crate::output::print(&reports_text(&report.interfaces))?;
     }
     Ok(Outcome::Ok)
 }

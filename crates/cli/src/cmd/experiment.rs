@@ -28,6 +28,9 @@ pub enum ExperimentCommand {
     Admission(super::experiment_admission::AdmissionArgs),
     /// workload-compactor Fig. 6/11/12/13: servers used by WorkloadCompactor vs the baselines
     Placement(super::experiment_placement::PlacementArgs),
+    /// EyeQ: a TCP tenant beside a bursty UDP blaster, and memcached's tail, with and
+    /// without EyeQ's receiver-driven rate control (simulator)
+    Eyeq(super::experiment_eyeq::EyeqArgs),
 }
 
 pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
@@ -35,12 +38,14 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
         ExperimentCommand::Vdc(c) => super::experiment_vdc::run(c),
         ExperimentCommand::Admission(a) => super::experiment_admission::run_admission(a),
         ExperimentCommand::Placement(a) => super::experiment_placement::run_placement(a),
+        ExperimentCommand::Eyeq(a) => super::experiment_eyeq::run_eyeq(a),
         ExperimentCommand::BoundsTenants(a) => {
             let cfg = a.common.config()?;
             let counts: Vec<usize> = match a.tenants {
                 Some(list) => list,
                 None => std::iter::once(1)
-                    .chain((a.step..=a.max_tenants).step_by(a.step.max(1)))
+                    .chain((a.step..=a.max_tenants).step_by(a.step))
+                    .filter(|&n| n <= a.max_tenants)
                     .collect(),
             };
             let bar = progress(counts.len() as u64, a.common.output.json, "bounds");
@@ -73,8 +78,8 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
 /// Settings every bounds experiment takes.
 #[derive(Debug, Args)]
 pub struct BoundsCommon {
-    /// rate of both queues, e.g. 1Gbit, 125MB/s
-    #[arg(long, default_value = "1Gbit")]
+    /// rate of both queues, e.g. 1Gbit, 125MB/s (1Kbit to 10000Gbit)
+    #[arg(long, default_value = "1Gbit", value_parser = crate::args::link())]
     pub link: BytesPerSec,
     /// seed of the synthetic tenants
     #[arg(long, default_value_t = 1)]
@@ -82,11 +87,12 @@ pub struct BoundsCommon {
     /// SLO percentile (strictly between 0 and 100)
     #[arg(long, default_value = "99.9")]
     pub percentile: Percentile,
-    /// analyses to compare, comma-separated: dnc, snc-hop, snc-conv, snc-meister
+    /// analyses to compare, comma-separated: dnc, snc-hop, snc-conv, snc-meister,
+    /// snc-martingale
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "dnc,snc-hop,snc-conv,snc-meister"
+        default_value = "dnc,snc-hop,snc-conv,snc-meister,snc-martingale"
     )]
     pub methods: Vec<Method>,
     /// θ search of the SNC bounds: brent or grid
@@ -114,17 +120,24 @@ impl BoundsCommon {
     }
 }
 
+/// Most tenants a bounds experiment takes (the papers' figures use at most 30).
+pub const MAX_BOUNDS_TENANTS: u64 = 1000;
+/// Most nines of a percentile `bounds-nines` evaluates (10⁻¹⁰⁰ is still a normal float).
+pub const MAX_NINES: i64 = 100;
+
 #[derive(Debug, Args)]
 pub struct BoundsTenantsArgs {
     #[command(flatten)]
     pub common: BoundsCommon,
-    /// tenant counts to evaluate, comma-separated (default: 1 and every --step up to
-    /// --max-tenants)
-    #[arg(long, value_delimiter = ',')]
+    /// tenant counts to evaluate, comma-separated, each 1 to 1000 (default: 1 and every
+    /// --step up to --max-tenants)
+    #[arg(long, value_delimiter = ',', value_parser = crate::args::count(1, MAX_BOUNDS_TENANTS))]
     pub tenants: Option<Vec<usize>>,
-    #[arg(long, default_value_t = 30)]
+    /// most tenants (1 to 1000)
+    #[arg(long, default_value_t = 30, value_parser = crate::args::count(1, MAX_BOUNDS_TENANTS))]
     pub max_tenants: usize,
-    #[arg(long, default_value_t = 5)]
+    /// tenants added per point (1 to 1000)
+    #[arg(long, default_value_t = 5, value_parser = crate::args::count(1, MAX_BOUNDS_TENANTS))]
     pub step: usize,
 }
 
@@ -132,8 +145,8 @@ pub struct BoundsTenantsArgs {
 pub struct BoundsDependentArgs {
     #[command(flatten)]
     pub common: BoundsCommon,
-    /// identical tenants sharing the queues (the paper: 7)
-    #[arg(long, default_value_t = 7)]
+    /// identical tenants sharing the queues (the paper: 7; 1 to 1000)
+    #[arg(long, default_value_t = 7, value_parser = crate::args::count(1, MAX_BOUNDS_TENANTS))]
     pub tenants: usize,
 }
 
@@ -141,11 +154,11 @@ pub struct BoundsDependentArgs {
 pub struct BoundsNinesArgs {
     #[command(flatten)]
     pub common: BoundsCommon,
-    /// identical tenants sharing the queues
-    #[arg(long, default_value_t = 10)]
+    /// identical tenants sharing the queues (1 to 1000)
+    #[arg(long, default_value_t = 10, value_parser = crate::args::count(1, MAX_BOUNDS_TENANTS))]
     pub tenants: usize,
-    /// largest number of nines (the paper goes to about thirty)
-    #[arg(long, default_value_t = 30)]
+    /// largest number of nines (the paper goes to about thirty; 1 to 100)
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=MAX_NINES))]
     pub max_nines: u32,
 }
 

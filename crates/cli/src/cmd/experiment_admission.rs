@@ -2,6 +2,7 @@
 //! policy over random runs, replay violations, OPT.
 
 use super::{progress, ExperimentOutput};
+use crate::args;
 use crate::table::render;
 use crate::Outcome;
 use clap::Args;
@@ -20,46 +21,46 @@ pub struct AdmissionArgs {
     /// folder of trace files (every *.csv file in it is a trace)
     #[arg(long)]
     pub traces: PathBuf,
-    /// random runs (arrival orders) [default: 20; 3 with --testbed]
-    #[arg(long)]
+    /// random runs (arrival orders), 1 to 1000 [default: 20; 3 with --testbed]
+    #[arg(long, value_parser = args::count(1, 1000))]
     pub runs: Option<usize>,
-    /// tenants per run (traces are reused with random offsets beyond their number)
+    /// tenants per run (traces are reused with random offsets beyond their number), 1 to 2000
     /// [default: 180; 24 with --testbed]
-    #[arg(long)]
+    #[arg(long, value_parser = args::count(1, 2000))]
     pub tenants: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// SLO latencies drawn uniformly
-    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms")]
+    /// SLO latencies drawn uniformly, each 1us to 1h
+    #[arg(long, value_delimiter = ',', default_value = "10ms,20ms,50ms,100ms", value_parser = args::seconds(1e-6, 3600.0, false))]
     pub slos: Vec<Seconds>,
     /// SLO percentile (strictly between 0 and 100)
     #[arg(long, default_value = "99.9")]
     pub percentile: Percentile,
-    /// every link's rate, each way
-    #[arg(long, default_value = "1Gbit")]
+    /// every link's rate, each way (1Kbit to 10000Gbit)
+    #[arg(long, default_value = "1Gbit", value_parser = args::link())]
     pub link: BytesPerSec,
-    /// client hosts [default: 12; 4 with --testbed]
-    #[arg(long)]
+    /// client hosts, 1 to 1000 [default: 12; 4 with --testbed]
+    #[arg(long, value_parser = args::count(1, 1000))]
     pub clients: Option<usize>,
-    /// server hosts [default: 6; 2 with --testbed]
-    #[arg(long)]
+    /// server hosts, 1 to 1000 [default: 6; 2 with --testbed]
+    #[arg(long, value_parser = args::count(1, 1000))]
     pub servers: Option<usize>,
     /// policies to compare, comma-separated: snc-meister, priority-meister, silo++, qjump++
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "snc-meister,priority-meister,silo++,qjump++"
+        default_value = "snc-meister,priority-meister,silo++,qjump++,snc-martingale"
     )]
     pub policies: Vec<Policy>,
-    /// search OPT (bisection in replay) on this many of the runs, the first ones
-    #[arg(long, default_value_t = 3)]
+    /// search OPT (bisection in replay) on this many of the runs, the first ones (0 to --runs)
+    #[arg(long, default_value_t = 3, value_parser = args::count(0, 1000))]
     pub opt_runs: usize,
-    /// MMPP counting interval
-    #[arg(long, default_value = "1s")]
+    /// MMPP counting interval (1ms to 1h)
+    #[arg(long, default_value = "1s", value_parser = args::seconds(1e-3, 3600.0, false))]
     pub fit_interval: Seconds,
     /// requests closer than this to the previous one are one MMPP arrival event (a batch);
-    /// 0s: every request is an event (SNC-Meister's fit, unsound on these traces)
-    #[arg(long, default_value = "1ms")]
+    /// 0s: every request is an event (SNC-Meister's fit, unsound on these traces); 0s to 10s
+    #[arg(long, default_value = "1ms", value_parser = args::seconds(0.0, 10.0, false))]
     pub batch_gap: Seconds,
     /// MMPP state size model: empirical (the batches' observed work) or exponential
     #[arg(long, default_value = "empirical")]
@@ -74,12 +75,13 @@ pub struct AdmissionArgs {
     /// a tenant no policy could serve; `--isolated false` keeps every draw
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub isolated: bool,
-    /// worker threads (runs in parallel)
-    #[arg(long, default_value_t = 2)]
+    /// worker threads (runs in parallel), 1 to 256
+    #[arg(long, default_value_t = 2, value_parser = args::count(1, 256))]
     pub threads: usize,
     /// compress every trace's time by this factor (arrival times divided by it), which
     /// multiplies each tenant's mean rate and keeps its batch sizes; 1: the traces as recorded
-    #[arg(long, default_value_t = tailbound_experiments::admission::DEFAULT_SPEED_UP)]
+    /// (more than 0, at most 1000)
+    #[arg(long, default_value_t = tailbound_experiments::admission::DEFAULT_SPEED_UP, value_parser = args::real(0.0, 1000.0, true))]
     pub speed_up: f64,
     // the figure: box plots of admitted tenants and bytes per policy (snc-meister Fig. 10/11)
     // and each admitted tenant's bound against its replay
@@ -273,7 +275,7 @@ fn diagnosis(policy: &str, t: &Checked, worst_s: f64) -> String {
         Some(b) => format!(
             "; bound on its replayed half only {:.1} ms, with the same decisions: {} wrong",
             b * 1e3,
-            if policy == Policy::SncMeister.as_str() {
+            if policy.parse::<Policy>().is_ok_and(Policy::is_snc) {
                 "its MMPP fit, a bound or the simulator is"
             } else {
                 "a bound (the arrival curve is exact) or the simulator is"

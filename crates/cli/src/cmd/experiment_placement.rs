@@ -3,6 +3,7 @@
 //! (Fig. 12), and the replayed SLO check.
 
 use super::{load_trace, progress, ExperimentOutput};
+use crate::args;
 use crate::table::render;
 use crate::Outcome;
 use clap::Args;
@@ -21,20 +22,21 @@ pub struct PlacementArgs {
     /// folder of production traces (CSV), reused with random offsets
     #[arg(long)]
     pub traces: PathBuf,
-    /// workloads to place
-    #[arg(long, default_value_t = 1000)]
+    /// workloads to place (1 to 100000)
+    #[arg(long, default_value_t = 1000, value_parser = args::count(1, 100_000))]
     pub workloads: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// SLOs to draw from, comma-separated (seconds or durations)
+    /// SLOs to draw from, comma-separated (seconds or durations), each 1us to 1h
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "100ms,150ms,250ms,500ms,1s"
+        default_value = "100ms,150ms,250ms,500ms,1s",
+        value_parser = args::seconds(1e-6, 3600.0, false)
     )]
     pub slos: Vec<Seconds>,
-    /// one SLO for every workload (the "same SLO" experiments); overrides --slos
-    #[arg(long)]
+    /// one SLO for every workload (the "same SLO" experiments); overrides --slos (1us to 1h)
+    #[arg(long, value_parser = args::seconds(1e-6, 3600.0, false))]
     pub same_slo: Option<Seconds>,
     /// SLO percentile (strictly between 0 and 100)
     #[arg(long, default_value = "99.9")]
@@ -44,20 +46,21 @@ pub struct PlacementArgs {
     /// Fig. 13)
     #[arg(long, default_value = "arrivals")]
     pub events: Events,
-    /// safety margin: scale every r-b curve by 1 + this (§5.2)
-    #[arg(long, default_value_t = 0.1)]
+    /// safety margin: scale every r-b curve by 1 + this (§5.2); 0 to 10
+    #[arg(long, default_value_t = 0.1, value_parser = args::real(0.0, 10.0, false))]
     pub margin: f64,
     /// policies to compare, comma-separated
     #[arg(long, value_delimiter = ',', default_values_t = Policy::all())]
     pub policies: Vec<Policy>,
-    /// NIC rate of servers and clients
-    #[arg(long, default_value = "1Gbit")]
+    /// NIC rate of servers and clients (1Kbit to 10000Gbit)
+    #[arg(long, default_value = "1Gbit", value_parser = args::link())]
     pub link: BytesPerSec,
-    /// SSDs per server
-    #[arg(long, default_value_t = 1.0)]
+    /// SSDs per server (more than 0, at most 1000)
+    #[arg(long, default_value_t = 1.0, value_parser = args::real(0.0, 1000.0, true))]
     pub ssds: f64,
-    /// prune every r-b curve to at most this many token buckets (default: exact curves)
-    #[arg(long, value_name = "K")]
+    /// prune every r-b curve to at most this many token buckets, 1 to 10000 (default: exact
+    /// curves)
+    #[arg(long, value_name = "K", value_parser = args::count(1, 10_000))]
     pub max_segments: Option<usize>,
     /// skip the replay in the simulator (no violations are counted)
     #[arg(long)]
@@ -69,8 +72,8 @@ pub struct PlacementArgs {
     /// best-effort (go on at a level below every workload)
     #[arg(long, default_value = "best-effort")]
     pub excess: Excess,
-    /// worker threads for characterization and replay
-    #[arg(long, default_value_t = 2)]
+    /// worker threads for characterization and replay (1 to 256)
+    #[arg(long, default_value_t = 2, value_parser = args::count(1, 256))]
     pub threads: usize,
     // the figure: servers per policy (normalised to compactor) and time vs workloads
     #[command(flatten)]

@@ -13,6 +13,7 @@ use tailbound_experiments::vdc::{
     capacity, enforcement, CapacityExperiment, CapacityPhase, EnforcementExperiment, Isolation,
     VdcConfig,
 };
+use tailbound_model::units::Seconds;
 use tailbound_plot::{Chart, Figure, Series};
 
 #[derive(Debug, Subcommand)]
@@ -26,12 +27,13 @@ pub enum VdcCommand {
 /// Settings of both VDC experiments.
 #[derive(Debug, Args)]
 pub struct VdcCommon {
-    /// simulated seconds (per phase for `capacity`)
-    #[arg(long)]
-    pub duration: Option<f64>,
-    /// control interval [s]
-    #[arg(long, default_value_t = 1.0)]
-    pub interval: f64,
+    /// simulated time (per phase for `capacity`), at least four control intervals and at most
+    /// 1h, e.g. 40s (the default)
+    #[arg(long, value_parser = crate::args::seconds(0.0, MAX_VDC_DURATION_S, true))]
+    pub duration: Option<Seconds>,
+    /// control interval, 10ms to 60s
+    #[arg(long, default_value = "1s", value_parser = crate::args::seconds(0.01, 60.0, false))]
+    pub interval: Seconds,
     /// the provider's global allocation mechanism: drf, hdrf or first-fit
     #[arg(long, default_value = "hdrf")]
     pub global: Mechanism,
@@ -41,11 +43,15 @@ pub struct VdcCommon {
     pub output: ExperimentOutput,
 }
 
+/// Longest simulated time of a VDC experiment [s] (about a minute of computing per simulated
+/// hour and mode on one core).
+pub const MAX_VDC_DURATION_S: f64 = 3600.0;
+
 impl VdcCommon {
     fn config(&self, default_duration_s: f64) -> VdcConfig {
         VdcConfig {
-            duration_s: self.duration.unwrap_or(default_duration_s),
-            interval_s: self.interval,
+            duration_s: self.duration.map_or(default_duration_s, |d| d.0),
+            interval_s: self.interval.0,
             global: self.global,
             seed: self.seed,
         }

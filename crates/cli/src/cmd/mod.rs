@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the small helpers they share: loading traces with context,
-//! printing JSON, writing SVG figures, an experiment's output options, progress bars.
+//! printing JSON, writing SVG figures, an experiment's output options, progress bars. Every
+//! write goes through [`crate::output`] (closed pipes, full disks, files whole or not at all).
 
 pub mod admit;
 pub mod alloc;
@@ -7,9 +8,11 @@ pub mod bound;
 pub mod curve;
 pub mod demo;
 pub mod enforce;
+pub mod enforcer;
 pub mod experiment;
 pub mod experiment_admission;
 pub mod experiment_admission_testbed;
+pub mod experiment_eyeq;
 pub mod experiment_placement;
 pub mod experiment_vdc;
 pub mod place;
@@ -17,11 +20,11 @@ pub mod probe;
 pub mod simulate;
 pub mod testbed;
 pub mod trace;
+pub mod vdc;
 
-use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tailbound_plot::Figure;
 use tailbound_trace::Trace;
@@ -32,20 +35,12 @@ pub fn load_trace(path: &Path) -> anyhow::Result<Trace> {
     Ok(tailbound_trace::read_trace(path)?)
 }
 
-/// Prints a result as pretty JSON on stdout.
-pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value).context("cannot write JSON to stdout")?;
-    writeln!(out)?;
-    Ok(())
-}
+pub use crate::output::print_json;
 
-/// Writes a figure as SVG to `path`.
+/// Writes a figure as SVG to `path`, whole or not at all.
 pub fn write_svg(path: &Path, figure: &Figure) -> anyhow::Result<()> {
     let svg = figure.to_svg()?;
-    std::fs::write(path, svg).with_context(|| format!("cannot write SVG to {}", path.display()))?;
-    tracing::info!(path = %path.display(), "wrote plot");
-    Ok(())
+    crate::output::write_text(path, &svg)
 }
 
 /// Where an experiment's result goes (every `tailbound experiment` takes these).
@@ -72,9 +67,7 @@ impl ExperimentOutput {
         text: impl FnOnce() -> String,
     ) -> anyhow::Result<()> {
         if let Some(path) = &self.out {
-            let json = serde_json::to_string_pretty(value)?;
-            std::fs::write(path, json + "\n")
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            crate::output::write_json(path, value)?;
         }
         if let Some(path) = &self.svg {
             write_svg(path, &figure())?;
@@ -82,8 +75,7 @@ impl ExperimentOutput {
         if self.json {
             print_json(value)
         } else {
-            print!("{}", text());
-            Ok(())
+            crate::output::print(&text())
         }
     }
 }

@@ -4,9 +4,13 @@
 //! WORKLOADS is either a workloads CSV (`tailbound_placement::workloads_csv`: one workload per
 //! line, `name,trace,slo,percentile`, trace paths relative to the CSV) or a scenario file
 //! (`.toml`, or JSON), whose tenants' traces and SLOs are used. Each workload is characterized
-//! on the first half of its trace.
+//! on the first half of its trace. A scenario's tenants are placed on its own server hosts
+//! (those with storage first; `--servers` at most their number), and the decisions speak the
+//! scenario's names — hosts, and only the flows each tenant has — so that `tailbound simulate
+//! SCENARIO --decisions` replays them.
 
-use super::{display_name, load_trace, print_json, progress};
+use super::{load_trace, print_json, progress};
+use crate::args;
 use crate::table::render;
 use crate::Outcome;
 use anyhow::{bail, Context};
@@ -15,39 +19,41 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tailbound_curves::StorageProfile;
 use tailbound_model::units::{format_duration_s, BytesPerSec};
-use tailbound_model::{Bucket, Decisions, Request, Slo};
+use tailbound_model::{Bucket, Decisions, Network, Request, Slo, Stage};
 use tailbound_placement::{
     characterize, parse_workloads_csv, LpStage, Placement, PlacementConfig, Placer, Policy,
     ServerSpec, Workload,
 };
-use tailbound_scenario::TenantSource;
+use tailbound_scenario::{Models, Scenario, TenantSource};
 use tailbound_trace::Part;
 
 #[derive(Debug, Args)]
 pub struct PlaceArgs {
     /// workloads: a CSV `name,trace,slo,percentile` or a scenario file
     pub workloads: PathBuf,
-    /// at most this many servers (workloads that do not fit are rejected)
-    #[arg(long, value_name = "N")]
+    /// at most this many servers (workloads that do not fit are rejected); 1 to 100000, and
+    /// for a scenario at most its server hosts (their number by default)
+    #[arg(long, value_name = "N", value_parser = args::count(1, 100_000))]
     pub servers: Option<usize>,
     /// compactor, compactor-fff, avg-rate:K (e.g. avg-rate:1.5), knee or effective-bw
     #[arg(long, default_value = "compactor-fff")]
     pub policy: Policy,
-    /// safety margin: scale every r-b curve by 1 + this (0.1 = 10%)
-    #[arg(long, default_value_t = 0.0)]
+    /// safety margin: scale every r-b curve by 1 + this (0.1 = 10%); 0 to 10
+    #[arg(long, default_value_t = 0.0, value_parser = args::real(0.0, 10.0, false))]
     pub margin: f64,
-    /// NIC rate of servers and clients
-    #[arg(long, default_value = "1Gbit")]
+    /// NIC rate of servers and clients (1Kbit to 10000Gbit)
+    #[arg(long, default_value = "1Gbit", value_parser = args::link())]
     pub link: BytesPerSec,
-    /// SSDs per server (storage capacity in busy-s/s)
-    #[arg(long, default_value_t = 1.0)]
+    /// SSDs per server (storage capacity in busy-s/s); more than 0, at most 1000
+    #[arg(long, default_value_t = 1.0, value_parser = args::real(0.0, 1000.0, true))]
     pub ssds: f64,
     /// device profile JSON (WorkloadCompactor's profileSSD.txt format); default: the bundled
     /// Intel 710 SSD
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// prune every r-b curve to at most this many token buckets (default: exact curves)
-    #[arg(long, value_name = "K")]
+    /// prune every r-b curve to at most this many token buckets, 1 to 10000 (default: exact
+    /// curves)
+    #[arg(long, value_name = "K", value_parser = args::count(1, 10_000))]
     pub max_segments: Option<usize>,
     /// print JSON on stdout instead of a table
     #[arg(long)]
@@ -122,8 +128,9 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<Input>> {
     Ok(out)
 }
 
-fn read_scenario(path: &Path) -> anyhow::Result<Vec<Input>> {
-    let sc = tailbound_scenario::load(path)?;
+fn read_scenario(path: &Path) -> anyhow::Result<(Vec<Input>, Scenario)> {
+    // placement characterizes the requests itself: no MMPP or arrival curve needed here
+    let sc = tailbound_scenario::load_with(path, Models::None)?;
     let mut out = Vec::new();
     for (spec, source) in sc.network.tenants.iter().zip(&sc.sources) {
         let origin = format!("tenant {:?} of {}", spec.name, path.display());
@@ -139,7 +146,86 @@ fn read_scenario(path: &Path) -> anyhow::Result<Vec<Input>> {
             requests: first_half(&trace, &origin)?,
         });
     }
-    Ok(out)
+    Ok((out, sc))
+}
+
+/// The scenario's hosts that can take placed tenants: every host some tenant uses as its
+/// server, those with storage first (WorkloadCompactor's servers have an SSD, and first-fit
+/// fills the first servers first), each group in file order.
+fn candidate_servers(net: &Network) -> Vec<usize> {
+    let mut servers: Vec<usize> = (0..net.hosts.len())
+        .filter(|&h| {
+            net.tenants
+                .iter()
+                .any(|t| t.hosts.is_some_and(|th| th.server == h))
+        })
+        .collect();
+    servers.sort_by_key(|&h| net.hosts[h].storage.is_none());
+    servers
+}
+
+/// The placement's decisions in the scenario's own terms, so that `tailbound simulate
+/// SCENARIO --decisions` replays them: placement server k is the scenario's k-th candidate
+/// host ([`candidate_servers`]), and each tenant keeps the limits of the stages it has flows
+/// on, under its flows' names (the LP bounds every stage of every workload; a tenant without
+/// storage has no storage flow to limit).
+fn scenario_decisions(
+    mut d: Decisions,
+    net: &Network,
+    servers: &[usize],
+    placed: &[(String, usize)],
+    origin: &Path,
+) -> anyhow::Result<Decisions> {
+    for t in &mut d.tenants {
+        let Some(ti) = net.tenants.iter().position(|s| s.name == t.name) else {
+            bail!(
+                "placement decided on tenant {:?}, which {} does not have",
+                t.name,
+                origin.display()
+            );
+        };
+        if let Some(&(_, k)) = placed.iter().find(|(name, _)| *name == t.name) {
+            let Some(&host) = servers.get(k) else {
+                bail!(
+                    "tenant {:?} was placed on server {k}, but {} has {} server hosts; give \
+                     --servers {} or fewer",
+                    t.name,
+                    origin.display(),
+                    servers.len(),
+                    servers.len()
+                );
+            };
+            let flows = &net.tenants[ti].flows;
+            let uses_storage = flows.iter().any(|&f| net.flows[f].stage == Stage::Storage);
+            if uses_storage && net.hosts[host].storage.is_none() {
+                bail!(
+                    "tenant {:?} uses storage but was placed on host {:?}, which has none; give \
+                     --servers {} (the hosts with storage) or add storage to that host",
+                    t.name,
+                    net.hosts[host].name,
+                    servers
+                        .iter()
+                        .filter(|&&h| net.hosts[h].storage.is_some())
+                        .count()
+                );
+            }
+            t.server = Some(net.hosts[host].name.clone());
+        }
+        t.limits.retain_mut(
+            |l| match flows_of(net, ti).find(|&f| net.flows[f].stage == l.stage) {
+                Some(f) => {
+                    l.flow = net.flows[f].name.clone();
+                    true
+                }
+                None => false,
+            },
+        );
+    }
+    Ok(d)
+}
+
+fn flows_of(net: &Network, tenant: usize) -> impl Iterator<Item = usize> + '_ {
+    net.tenants[tenant].flows.iter().copied()
 }
 
 pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
@@ -147,10 +233,23 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         .workloads
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let inputs = if is_csv {
-        read_csv(&a.workloads)?
+    let (inputs, scenario) = if is_csv {
+        (read_csv(&a.workloads)?, None)
     } else {
-        read_scenario(&a.workloads)?
+        let (inputs, sc) = read_scenario(&a.workloads)?;
+        (inputs, Some(sc))
+    };
+    // a scenario's tenants are placed on its own server hosts
+    let servers = scenario.as_ref().map(|sc| candidate_servers(&sc.network));
+    let max_servers = match (&servers, a.servers) {
+        (Some(s), Some(n)) if n > s.len() => bail!(
+            "--servers {n}: {} has {} server hosts; give at most {}",
+            a.workloads.display(),
+            s.len(),
+            s.len()
+        ),
+        (Some(s), None) => Some(s.len()),
+        (_, n) => n,
     };
     let profile = match &a.profile {
         Some(p) => StorageProfile::load(p)?,
@@ -165,7 +264,7 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         policy: a.policy,
         server,
         safety_margin: a.margin,
-        max_servers: a.servers,
+        max_servers,
     })?;
     let bar = progress(inputs.len() as u64, a.json, "place");
     let mut rejected = 0;
@@ -192,8 +291,23 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let decisions = placer.decisions();
     let assignments = placer.assignments();
+    let decisions = match (&scenario, &servers) {
+        (Some(sc), Some(servers)) => {
+            let placed: Vec<(String, usize)> = assignments
+                .iter()
+                .map(|a| (a.name.clone(), a.server))
+                .collect();
+            scenario_decisions(
+                placer.decisions(),
+                &sc.network,
+                servers,
+                &placed,
+                &a.workloads,
+            )?
+        }
+        _ => placer.decisions(),
+    };
     let workloads: Vec<PlacedWorkload> = decisions
         .tenants
         .iter()
@@ -229,18 +343,19 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         decisions,
     };
     if let Some(path) = &a.decisions_out {
-        let json = serde_json::to_string_pretty(&report.decisions)?;
-        std::fs::write(path, json + "\n")
-            .with_context(|| format!("cannot write {}", display_name(path)))?;
+        crate::output::write_json(path, &report.decisions)?;
     }
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
-        println!(
-            "{}: {} placed on {} servers, {} rejected",
-            report.policy, report.placed, report.servers_used, report.rejected
-        );
+        crate::output::print(&format!(
+            "{}{}: {} placed on {} servers, {} rejected\n",
+            table(&report),
+            report.policy,
+            report.placed,
+            report.servers_used,
+            report.rejected
+        ))?;
     }
     Ok(if rejected == 0 {
         Outcome::Ok

@@ -4,9 +4,8 @@
 use super::{print_json, progress, write_svg};
 use crate::table::render;
 use crate::Outcome;
-use anyhow::Context;
+use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,11 +59,14 @@ fn parse_pairs(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// Most exchanges (measured or warm-up) one configuration takes.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+
 fn parse_timeout(s: &str) -> Result<f64, String> {
     let t = parse_duration_s(s).map_err(|e| e.to_string())?;
-    if t <= 0.0 {
+    if !(t > 0.0 && t <= 3600.0) {
         return Err(format!(
-            "invalid timeout {s:?}; use a positive duration (e.g. 2s)"
+            "invalid timeout {s:?}; use a positive duration of at most 1h (e.g. 2s)"
         ));
     }
     Ok(t)
@@ -76,9 +78,9 @@ fn parse_rate_per_s(s: &str) -> Result<f64, String> {
         .trim_end_matches("/s")
         .parse()
         .map_err(|_| format!("invalid rate {s:?}; use requests per second, e.g. 10000"))?;
-    if !(r.is_finite() && r > 0.0) {
+    if !(r.is_finite() && r > 0.0 && r <= 1e9) {
         return Err(format!(
-            "invalid rate {s:?}; use a positive number of requests per second"
+            "invalid rate {s:?}; use a positive number of requests per second, at most 1e9"
         ));
     }
     Ok(r)
@@ -99,11 +101,11 @@ pub struct ExchangeArgs {
     /// concurrent client-server pairs (connections)
     #[arg(long, default_value_t = 1, value_parser = parse_pairs)]
     pub pairs: usize,
-    /// measured exchanges over all pairs
-    #[arg(long, default_value_t = probe::DEFAULT_COUNT)]
+    /// measured exchanges over all pairs (1 to 1e9)
+    #[arg(long, default_value_t = probe::DEFAULT_COUNT, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub count: u64,
-    /// exchanges before measuring, over all pairs
-    #[arg(long, default_value_t = 1000)]
+    /// exchanges before measuring, over all pairs (0 to 1e9)
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub warmup: u64,
     #[command(flatten)]
     pub client: ClientOpts,
@@ -182,8 +184,8 @@ pub struct HostArgs {
     /// put a bridge between the two namespaces
     #[arg(long, requires = "netns")]
     pub bridge: bool,
-    /// shape the link with HTB at this rate in each direction (e.g. 1Gbit)
-    #[arg(long, requires = "netns")]
+    /// shape the link with HTB at this rate in each direction (e.g. 1Gbit; 1Kbit to 10000Gbit)
+    #[arg(long, requires = "netns", value_parser = crate::args::link())]
     pub link_rate: Option<BytesPerSec>,
     /// pin the server's threads to these CPUs
     #[arg(long, value_name = "CPUS", value_delimiter = ',')]
@@ -255,28 +257,24 @@ fn server(a: ServerArgs) -> anyhow::Result<Outcome> {
         cpus: a.pin,
     })?;
     let show = |addr: Option<SocketAddr>| addr.map_or("-".to_string(), |a| a.to_string());
-    {
-        // One line on stdout, flushed, so scripts know where to connect.
-        let mut out = std::io::stdout().lock();
-        if a.json {
-            let v = serde_json::json!({
-                "tcp": server.tcp_addr().map(|a| a.to_string()),
-                "udp": server.udp_addr().map(|a| a.to_string()),
-                "io": a.io,
-            });
-            writeln!(out, "{v}")?;
-        } else {
-            writeln!(
-                out,
-                "listening tcp {} udp {} ({})",
-                show(server.tcp_addr()),
-                show(server.udp_addr()),
-                a.io
-            )?;
-        }
-        out.flush()?;
-    }
-    eprintln!("serving until interrupted (Ctrl-C)");
+    // One line on stdout, flushed, so scripts know where to connect.
+    let line = if a.json {
+        serde_json::json!({
+            "tcp": server.tcp_addr().map(|a| a.to_string()),
+            "udp": server.udp_addr().map(|a| a.to_string()),
+            "io": a.io,
+        })
+        .to_string()
+    } else {
+        format!(
+            "listening tcp {} udp {} ({})",
+            show(server.tcp_addr()),
+            show(server.udp_addr()),
+            a.io
+        )
+    };
+    crate::output::print(&(line + "\n"))?;
+    crate::output::note(format_args!("serving until interrupted (Ctrl-C)"));
     server.wait();
     Ok(Outcome::Ok)
 }
@@ -374,11 +372,11 @@ pub struct SweepArgs {
     #[arg(long, default_value = "1,2,4,8", value_delimiter = ',', value_parser = parse_pairs)]
     pub pairs: Vec<usize>,
     /// measured exchanges per configuration (the study used 100000; the default keeps a full
-    /// sweep within minutes)
-    #[arg(long, default_value_t = 10_000)]
+    /// sweep within minutes); 1 to 1e9
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub count: u64,
-    /// warm-up exchanges per configuration
-    #[arg(long, default_value_t = 200)]
+    /// warm-up exchanges per configuration (0 to 1e9)
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub warmup: u64,
     #[command(flatten)]
     pub client: ClientOpts,
@@ -413,16 +411,23 @@ fn sweep(a: SweepArgs) -> anyhow::Result<Outcome> {
     })?;
     drop(hosts);
     for s in &report.skipped {
-        eprintln!("skipped {}: {}", s.spec.label(), s.reason);
+        crate::output::note(format_args!("skipped {}: {}", s.spec.label(), s.reason));
     }
     if !report.rdma.available || !a.output.json {
-        eprintln!("rdma: {}", report.rdma.detail);
+        crate::output::note(format_args!("rdma: {}", report.rdma.detail));
+    }
+    if report.results.is_empty() {
+        bail!(
+            "every configuration of the sweep was skipped ({} of them, reasons above); \
+             choose --protocols, --sizes and --pairs that can run",
+            report.skipped.len()
+        );
     }
     write_files(&report.results, &a.output, Some(&report))?;
     if a.output.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report.results));
+        crate::output::print(&table(&report.results))?;
     }
     Ok(Outcome::Ok)
 }
@@ -449,7 +454,7 @@ fn output_results(results: &[ProbeResult], out: &OutputArgs) -> anyhow::Result<O
     match results {
         [one] if out.json => print_json(one)?,
         _ if out.json => print_json(&results)?,
-        _ => print!("{}", table(results)),
+        _ => crate::output::print(&table(results))?,
     }
     Ok(Outcome::Ok)
 }
@@ -460,8 +465,7 @@ fn write_files(
     sweep: Option<&SweepReport>,
 ) -> anyhow::Result<()> {
     if let Some(path) = &out.csv {
-        std::fs::write(path, csv(results))
-            .with_context(|| format!("cannot write CSV to {}", path.display()))?;
+        crate::output::write_text(path, &csv(results))?;
     }
     if let Some(path) = &out.svg {
         let figure = match sweep {

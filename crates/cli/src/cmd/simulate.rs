@@ -23,14 +23,14 @@ pub struct EngineArgs {
     #[arg(long, default_value = "second-half")]
     pub replay: Part,
     /// links serve MTU-sized chunks of this many bytes (strict priority preempts between
-    /// chunks)
-    #[arg(long, default_value_t = 1500, conflicts_with = "fluid")]
+    /// chunks); 64 to 1048576
+    #[arg(long, default_value_t = 1500, conflicts_with = "fluid", value_parser = clap::value_parser!(u64).range(64..=1 << 20))]
     pub mtu: u64,
     /// serve every request as one unit per queue instead of chunks
     #[arg(long)]
     pub fluid: bool,
-    /// length of the SLO-check windows (the papers: 3 minutes), e.g. 180s, 3min
-    #[arg(long, default_value = "180s")]
+    /// length of the SLO-check windows (the papers: 3 minutes), e.g. 180s, 3min; 1ms to 1e9 s
+    #[arg(long, default_value = "180s", value_parser = crate::args::seconds(1e-3, 1e9, false))]
     pub window: Seconds,
 }
 
@@ -89,8 +89,10 @@ pub struct OptArgs {
     pub json: bool,
 }
 
+/// The scenario without traffic models: a replay needs the requests, not their fits (so a
+/// fit that would fail cannot stop a replay).
 fn load_scenario(path: &Path) -> anyhow::Result<Scenario> {
-    tailbound_scenario::load(path)
+    tailbound_scenario::load_with(path, tailbound_scenario::Models::None)
         .with_context(|| format!("cannot load scenario {}", path.display()))
 }
 
@@ -124,7 +126,7 @@ pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
+        crate::output::print(&table(&report))?;
     }
     if let Some(path) = &a.svg {
         write_svg(path, &figure(&report, &result))?;
@@ -183,24 +185,25 @@ pub fn run_opt(a: OptArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        println!(
-            "{}: OPT = {} of {} tenants (the first {} all meet their SLOs in replay)",
+        let mut text = format!(
+            "{}: OPT = {} of {} tenants (the first {} all meet their SLOs in replay)\n",
             report.scenario, report.opt, report.tenants, report.opt
         );
         if let Some(kept) = &report.trial {
-            println!(
-                "by trial and error over the arrival order: {} tenants ({})",
+            text += &format!(
+                "by trial and error over the arrival order: {} tenants ({})\n",
                 kept.len(),
                 kept.join(", ")
             );
         }
         for p in &report.probes {
-            println!(
-                "  first {:>4}: {}",
+            text += &format!(
+                "  first {:>4}: {}\n",
                 p.n,
                 if p.all_meet { "all meet" } else { "some miss" }
             );
         }
+        crate::output::print(&text)?;
     }
     Ok(Outcome::Ok)
 }

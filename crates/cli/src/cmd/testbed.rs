@@ -218,7 +218,7 @@ fn run_run(a: RunArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", table(&report));
+        crate::output::print(&table(&report))?;
     }
     if let Some(path) = &a.svg {
         write_svg(path, &figure(&report))?;
@@ -239,8 +239,8 @@ fn run_up(a: UpArgs) -> anyhow::Result<Outcome> {
         print_json(&s)?;
         return Ok(Outcome::Ok);
     }
-    println!(
-        "testbed {:?} is up: {} hosts, {} tenants, scale {}, decisions {} (state in {})",
+    let mut text = format!(
+        "testbed {:?} is up: {} hosts, {} tenants, scale {}, decisions {} (state in {})\n",
         s.name,
         s.topology.hosts.len(),
         s.topology.tenants.len(),
@@ -272,13 +272,10 @@ fn run_up(a: UpArgs) -> anyhow::Result<Outcome> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        render(
-            &["host", "namespace", "address", "link", "memcached pid"],
-            &rows
-        )
-    );
+    text.push_str(&render(
+        &["host", "namespace", "address", "link", "memcached pid"],
+        &rows,
+    ));
     let rows: Vec<Vec<String>> = s
         .topology
         .tenants
@@ -293,14 +290,15 @@ fn run_up(a: UpArgs) -> anyhow::Result<Outcome> {
             ]
         })
         .collect();
-    print!(
-        "{}",
-        render(&["tenant", "address", "memcached", "prio", "tos"], &rows)
-    );
-    println!(
-        "take it down with: tailbound testbed down --name {}",
+    text.push_str(&render(
+        &["tenant", "address", "memcached", "prio", "tos"],
+        &rows,
+    ));
+    text.push_str(&format!(
+        "take it down with: tailbound testbed down --name {}\n",
         s.name
-    );
+    ));
+    crate::output::print(&text)?;
     Ok(Outcome::Ok)
 }
 
@@ -309,14 +307,14 @@ fn run_down(a: DownArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&d)?;
     } else {
-        println!(
-            "testbed {:?}: {} memcached stopped, {} namespaces deleted{}; {} namespaces of dead runs deleted",
+        crate::output::print(&format!(
+            "testbed {:?}: {} memcached stopped, {} namespaces deleted{}; {} namespaces of dead runs deleted\n",
             a.name,
             d.stopped.len(),
             d.namespaces.len(),
             if d.had_state { "" } else { " (no state file)" },
             d.stale.len()
-        );
+        ))?;
     }
     Ok(Outcome::Ok)
 }

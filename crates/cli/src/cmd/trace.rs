@@ -1,12 +1,12 @@
 //! `tailbound trace ...`: statistics, splitting and synthetic generation of traces.
 
 use super::{display_name, load_trace, print_json, progress, write_svg};
+use crate::args;
 use crate::report::{GenReport, SplitPart, SplitReport, TraceStatsReport};
 use crate::table::{render, si};
 use crate::Outcome;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use tailbound_model::units::{format_bytes, format_duration_s, Bytes, Seconds};
 use tailbound_plot::{Chart, Figure, Series};
@@ -33,6 +33,9 @@ pub fn run(cmd: TraceCommand) -> anyhow::Result<Outcome> {
     }
 }
 
+/// Most traces `trace stats --svg` draws in one chart.
+pub const MAX_PLOTTED_TRACES: usize = 64;
+
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     /// trace files (`arrival_ns,0xSIZE,op` or CSV with header `time_s,size_bytes,op`)
@@ -41,13 +44,21 @@ pub struct StatsArgs {
     /// print JSON on stdout instead of a table
     #[arg(long)]
     pub json: bool,
-    /// write a plot of request rate over time (1 s windows) to this SVG file
+    /// write a plot of request rate over time (1 s windows) to this SVG file (at most 64
+    /// traces)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 }
 
 fn stats(a: StatsArgs) -> anyhow::Result<Outcome> {
     let bar = progress(a.files.len() as u64, a.json, "reading");
+    if a.svg.is_some() && a.files.len() > MAX_PLOTTED_TRACES {
+        bail!(
+            "--svg plots one line per trace; give at most {MAX_PLOTTED_TRACES} traces with it \
+             (got {})",
+            a.files.len()
+        );
+    }
     let mut entries = Vec::with_capacity(a.files.len());
     let mut series = Vec::new();
     for path in &a.files {
@@ -77,7 +88,7 @@ fn stats(a: StatsArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        print!("{}", stats_table(&report));
+        crate::output::print(&stats_table(&report))?;
     }
     Ok(Outcome::Ok)
 }
@@ -150,7 +161,7 @@ pub struct SplitArgs {
     /// the trace to split
     pub file: PathBuf,
     /// split point as a fraction of the time span, strictly between 0 and 1
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = args::real(0.0, 1.0, true))]
     pub at: f64,
     /// directory for the two parts, named `<stem>.first.csv` and `<stem>.second.csv`
     #[arg(long, default_value = ".")]
@@ -203,9 +214,12 @@ fn split_cmd(a: SplitArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else {
-        for p in &report.parts {
-            println!("{}: {} requests", p.file, p.requests);
-        }
+        let text: String = report
+            .parts
+            .iter()
+            .map(|p| format!("{}: {} requests\n", p.file, p.requests))
+            .collect();
+        crate::output::print(&text)?;
     }
     Ok(Outcome::Ok)
 }
@@ -217,19 +231,9 @@ fn span_s(trace: &Trace) -> f64 {
     }
 }
 
-/// Writes a trace to a file, or to stdout for `-`.
+/// Writes a trace to a file (whole or not at all), or to stdout for `-`.
 fn save(path: &Path, trace: &Trace, format: Format) -> anyhow::Result<()> {
-    let write = |w: &mut dyn Write| -> std::io::Result<()> {
-        write_trace(&mut *w, &trace.requests, format)?;
-        w.flush()
-    };
-    if path == Path::new("-") {
-        write(&mut std::io::stdout().lock())
-    } else {
-        let file = std::fs::File::create(path)?;
-        write(&mut std::io::BufWriter::new(file))
-    }
-    .with_context(|| format!("cannot write trace {}", path.display()))
+    crate::output::write_to(path, |w| write_trace(w, &trace.requests, format))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -262,38 +266,41 @@ pub struct GenArgs {
     /// seed of the generator: the same seed gives the same trace
     #[arg(long)]
     pub seed: u64,
-    /// mean request rate [requests/s] (poisson, pareto; the on-rate for onoff)
-    #[arg(long, default_value_t = 100.0)]
+    /// mean request rate [requests/s] (poisson, pareto; the on-rate for onoff); more than 0,
+    /// at most 1e9, and rate × duration at most 20 million requests
+    #[arg(long, default_value_t = 100.0, value_parser = args::real(0.0, 1e9, true))]
     pub rate: f64,
-    /// per-state rates [requests/s] for mmpp, comma-separated
-    #[arg(long, value_delimiter = ',', default_values_t = [20.0, 400.0])]
+    /// per-state rates [requests/s] for mmpp, comma-separated, each 0 to 1e9 (at most 1000
+    /// states)
+    #[arg(long, value_delimiter = ',', default_values_t = [20.0, 400.0], value_parser = args::real(0.0, 1e9, false))]
     pub rates: Vec<f64>,
-    /// mean time in each mmpp state, comma-separated (one value applies to all states)
-    #[arg(long, value_delimiter = ',', default_value = "5s")]
+    /// mean time in each mmpp state, comma-separated (one value applies to all states); 1ns
+    /// to 1e9 s
+    #[arg(long, value_delimiter = ',', default_value = "5s", value_parser = args::seconds(1e-9, 1e9, false))]
     pub dwell: Vec<Seconds>,
-    /// mean on period (onoff)
-    #[arg(long, default_value = "1s")]
+    /// mean on period (onoff), 1ns to 1e9 s
+    #[arg(long, default_value = "1s", value_parser = args::seconds(1e-9, 1e9, false))]
     pub on: Seconds,
-    /// mean off period (onoff)
-    #[arg(long, default_value = "4s")]
+    /// mean off period (onoff), 1ns to 1e9 s
+    #[arg(long, default_value = "4s", value_parser = args::seconds(1e-9, 1e9, false))]
     pub off: Seconds,
-    /// Pareto shape of inter-arrival times (> 1; smaller is burstier)
-    #[arg(long, default_value_t = 1.5)]
+    /// Pareto shape of inter-arrival times (more than 1, at most 1000; smaller is burstier)
+    #[arg(long, default_value_t = 1.5, value_parser = args::real(1.0, 1000.0, true))]
     pub shape: f64,
     /// request size distribution
     #[arg(long, value_enum, default_value_t = SizeArg::Fixed)]
     pub size_dist: SizeArg,
-    /// request size (mean for exp, minimum for pareto), e.g. 4KiB
-    #[arg(long, default_value = "4KiB")]
+    /// request size (mean for exp, minimum for pareto), e.g. 4KiB; 1B to 1GiB
+    #[arg(long, default_value = "4KiB", value_parser = args::size(1.0, 1073741824.0))]
     pub size: Bytes,
-    /// Pareto shape of sizes (> 1)
-    #[arg(long, default_value_t = 1.5)]
+    /// Pareto shape of sizes (more than 1, at most 1000)
+    #[arg(long, default_value_t = 1.5, value_parser = args::real(1.0, 1000.0, true))]
     pub size_shape: f64,
-    /// fraction of reads
-    #[arg(long, default_value_t = 0.5)]
+    /// fraction of reads (0 to 1)
+    #[arg(long, default_value_t = 0.5, value_parser = args::real(0.0, 1.0, false))]
     pub read_fraction: f64,
-    /// length of the trace, e.g. 600s or 10min
-    #[arg(long, default_value = "600s")]
+    /// length of the trace, e.g. 600s or 10min; more than 0, at most 1e9 s
+    #[arg(long, default_value = "600s", value_parser = args::seconds(0.0, 1e9, true))]
     pub duration: Seconds,
     /// op names written: disk (DiskRead/DiskWrite) or key_value (Get/Put)
     #[arg(long, default_value = "disk")]
@@ -309,6 +316,9 @@ pub struct GenArgs {
     pub json: bool,
 }
 
+/// Most states `trace gen --model mmpp` takes.
+pub const MAX_MMPP_STATES: usize = 1000;
+
 /// Builds the generator spec from command-line arguments.
 pub fn gen_spec(a: &GenArgs) -> anyhow::Result<GenSpec> {
     let arrival = match a.model {
@@ -323,6 +333,12 @@ pub fn gen_spec(a: &GenArgs) -> anyhow::Result<GenSpec> {
             mean_off_s: a.off.0,
         },
         ModelArg::Mmpp => {
+            if a.rates.len() > MAX_MMPP_STATES {
+                bail!(
+                    "--rates has {} values; give at most {MAX_MMPP_STATES} states",
+                    a.rates.len()
+                );
+            }
             let mut dwell: Vec<f64> = a.dwell.iter().map(|d| d.0).collect();
             if dwell.len() == 1 {
                 dwell = vec![dwell[0]; a.rates.len()];
@@ -376,11 +392,11 @@ fn gen(a: GenArgs) -> anyhow::Result<Outcome> {
     if a.json {
         print_json(&report)?;
     } else if a.output != Path::new("-") {
-        eprintln!(
+        crate::output::note(format_args!(
             "wrote {} requests to {}",
             report.requests,
             a.output.display()
-        );
+        ));
     }
     Ok(Outcome::Ok)
 }

@@ -17,7 +17,11 @@ fn bounds_tenants_writes_json_and_svg() {
         svg.to_str().unwrap(),
     ]);
     assert_eq!(exp.rows.len(), 2);
-    assert_eq!(exp.methods.len(), 4);
+    assert_eq!(
+        exp.methods.len(),
+        5,
+        "the default methods: dnc, snc-hop, snc-conv, snc-meister, snc-martingale"
+    );
     let written: BoundsExperiment =
         serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
     assert_eq!(written, exp);
@@ -65,7 +69,11 @@ fn admission_experiment_runs_every_policy_with_replay_and_opt() {
         .sum();
     assert_eq!(done.status.code() == Some(1), violations > 0);
     for run in &r.runs {
-        assert_eq!(run.policies.len(), 4);
+        assert_eq!(
+            run.policies.len(),
+            5,
+            "the four policies and snc-martingale"
+        );
         for p in run.policies.values() {
             assert!(p.admitted <= 16 && p.violations <= p.admitted);
             assert_eq!(p.violators.len(), p.violations);
@@ -154,5 +162,68 @@ fn admission_experiment_refuses_a_speed_up_that_is_not_positive() {
     ]);
     assert_eq!(done.status.code(), Some(2));
     let err = crate::common::stderr(&done);
-    assert!(err.contains("speed-up 0 is not allowed"), "{err}");
+    assert!(
+        err.contains("--speed-up") && err.contains("expected more than 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn eyeq_writes_json_and_svg_with_both_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, svg) = (dir.path().join("eyeq.json"), dir.path().join("eyeq.svg"));
+    let res = crate::common::tailbound(&[
+        "experiment",
+        "eyeq",
+        "--seeds",
+        "1",
+        "--modes",
+        "none,eyeq",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "50ms",
+        "--latency-duration",
+        "1s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    // 0 when every check holds, 1 when one fails; never an error
+    assert!(
+        matches!(res.status.code(), Some(0 | 1)),
+        "{}",
+        crate::common::stderr(&res)
+    );
+    let exp: tailbound_experiments::eyeq::EyeqExperiment =
+        serde_json::from_slice(&res.stdout).unwrap();
+    assert_eq!(res.status.code(), Some(if exp.holds() { 0 } else { 1 }));
+    let share = |m| exp.mode(m).unwrap().share_of_guarantee;
+    use tailbound_experiments::eyeq::{Mode, Row};
+    assert!(share(Mode::Eyeq) > 2.0 * share(Mode::None), "{exp:?}");
+    assert_eq!(exp.latency.len(), 4);
+    let p999 = |r| exp.row(r).unwrap().p999_s;
+    assert!(p999(Row::Interference) > 5.0 * p999(Row::Alone));
+    assert!(p999(Row::InterferenceEyeq) < p999(Row::Interference) / 3.0);
+    let written: tailbound_experiments::eyeq::EyeqExperiment =
+        serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    assert_eq!(written, exp);
+    assert!(std::fs::read_to_string(svg).unwrap().contains("EyeQ (a)"));
+}
+
+#[test]
+fn eyeq_rejects_bad_flags_before_running() {
+    for (flag, value, says) in [
+        ("--link", "fast", "--link"),
+        ("--capacity", "1.5", "capacity_fraction = 1.5"),
+        ("--modes", "eyeq,strict", "none, static, eyeq"),
+        ("--warmup", "2s", "warmup_s"),
+    ] {
+        let res = crate::common::tailbound(&["experiment", "eyeq", flag, value]);
+        assert_eq!(res.status.code(), Some(2), "{flag} {value}");
+        let err = crate::common::stderr(&res);
+        assert!(err.contains(says), "{flag} {value}: {err}");
+    }
 }

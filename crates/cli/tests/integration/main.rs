@@ -3,6 +3,7 @@
 
 mod alloc;
 mod bound;
+mod catalogue;
 mod common;
 mod curve;
 mod demo;
@@ -14,3 +15,4 @@ mod probe;
 mod simulate;
 mod testbed;
 mod trace;
+mod vdc;

@@ -2,6 +2,7 @@
 
 mod conformance;
 mod errors;
+mod eyeq;
 mod multi;
 mod priority;
 mod script;

@@ -4,6 +4,7 @@ mod chunking;
 mod common;
 mod conservation;
 mod determinism;
+mod eyeq;
 mod plan;
 mod replay;
 mod shaping;

@@ -1,6 +1,6 @@
 //! Every malformed input is rejected with a message naming the file, the line and the value.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use tailbound_trace::read_trace;
 
 const CSV: &str = "time_s,size_bytes,op\n";
@@ -28,6 +28,18 @@ const CASES: &[(&str, &str, u64, &str)] = &[
         "100,0x1ffffffffffffffff,Get\n",
         1,
         "0x1ffffffffffffffff",
+    ),
+    (
+        "size above 1 TiB",
+        "100,0x10000000001,Get\n",
+        1,
+        "0x10000000001",
+    ),
+    (
+        "csv size above 1 TiB",
+        "time_s,size_bytes,op\n1,1099511627777,Get\n",
+        2,
+        "1099511627777",
     ),
     ("unknown op", "100,0x10,Delete\n", 1, "Delete"),
     ("empty op", "100,0x10,\n", 1, "\"\""),
@@ -143,4 +155,60 @@ fn valid_inputs_in_the_same_table_style_are_accepted() {
         assert_eq!(t.requests[0].arrival_ns, 100, "{text:?}");
         assert_eq!(t.requests[0].size_bytes, 16, "{text:?}");
     }
+}
+
+/// Regression (issue 27): a line without end (`trace stats /dev/zero`) grew the line buffer
+/// until the allocator aborted; it now stops at 64 KiB, naming the line.
+#[test]
+fn an_endless_line_stops_at_the_line_limit() {
+    let endless = std::io::repeat(0).take(10 * tailbound_trace::MAX_LINE_BYTES as u64);
+    let e = tailbound_trace::parse_trace("zeros", std::io::BufReader::new(endless)).unwrap_err();
+    assert_eq!(e.line, 1);
+    assert!(e.to_string().contains("longer than 65536 bytes"), "{e}");
+    // a line of exactly the limit is still read (as a bad line, not a long one)
+    let mut text = OK.to_string();
+    text.push_str(&"#".repeat(tailbound_trace::MAX_LINE_BYTES - 1));
+    text.push('\n');
+    let t = tailbound_trace::parse_trace("long comment", text.as_bytes()).unwrap();
+    assert_eq!(t.requests.len(), 1);
+}
+
+/// Regression (issue 27): a folder given as a trace was "not found" in scenarios and an I/O
+/// error elsewhere; it is named as a folder.
+#[test]
+fn a_folder_is_not_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = read_trace(dir.path()).unwrap_err();
+    assert!(e.to_string().contains("is a folder"), "{e}");
+}
+
+#[test]
+fn a_trace_may_hold_at_most_max_requests() {
+    struct Lines(u64);
+    impl std::io::Read for Lines {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let line = b"1,0x1,Get\n";
+            let n = buf.len() / line.len();
+            for chunk in buf.chunks_exact_mut(line.len()).take(n) {
+                chunk.copy_from_slice(line);
+            }
+            self.0 += n as u64;
+            Ok(n * line.len())
+        }
+    }
+    let reader = std::io::BufReader::with_capacity(1 << 20, Lines(0));
+    let mut n = 0u64;
+    let mut last = None;
+    for r in tailbound_trace::TraceReader::new("endless", reader) {
+        match r {
+            Ok(_) => n += 1,
+            Err(e) => {
+                last = Some(e);
+                break;
+            }
+        }
+    }
+    assert_eq!(n, tailbound_trace::MAX_REQUESTS);
+    let e = last.expect("an error after the limit");
+    assert!(e.to_string().contains("more than 20000000 requests"), "{e}");
 }

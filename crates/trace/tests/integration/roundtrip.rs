@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 use tailbound_model::{Op, Request};
-use tailbound_trace::{parse_trace, write_trace, Format};
+use tailbound_trace::{parse_trace, write_trace, Format, MAX_REQUEST_BYTES};
 
 fn requests() -> impl Strategy<Value = Vec<Request>> {
     (
@@ -10,7 +10,7 @@ fn requests() -> impl Strategy<Value = Vec<Request>> {
         proptest::collection::vec(
             (
                 0u64..10_000_000_000,
-                1u64..=u64::MAX,
+                1u64..=MAX_REQUEST_BYTES,
                 prop::sample::select(Op::ALL.to_vec()),
             ),
             1..100,
@@ -53,7 +53,7 @@ fn extreme_times_round_trip() {
         },
         Request {
             arrival_ns: u64::MAX,
-            size_bytes: u64::MAX,
+            size_bytes: MAX_REQUEST_BYTES,
             op: Op::DiskWrite,
         },
     ];

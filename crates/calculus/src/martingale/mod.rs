@@ -1,0 +1,1263 @@
+//! Martingale-based stochastic network calculus ([`crate::Method::SncMartingale`]): latency
+//! bounds at a percentile that replace the union bound over time of the MGF calculus
+//! ([`crate::snc`]) by Doob's inequality for an exponential martingale (Ciucu, Poloczek and
+//! Schmitt, "Sharp bounds in stochastic network calculus", SIGMETRICS 2013; Poloczek and Ciucu,
+//! "Scheduling analysis with martingales", Performance Evaluation 2014), applied to the
+//! per-step MMPPs `tailbound-curves` fits (exponential or empirical work per arrival, batches
+//! included), at FIFO-within-level, static-priority queues, over SNC-Meister's paths of one or
+//! two queues with the martingale localised to one time index and the others covered by a
+//! coarse union bound (in the spirit of Bouillard, "Stochastic network calculus with localized
+//! application of martingales", 2022). No I/O, no clock; nothing non-finite leaves it.
+//!
+//! * `chain`: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales.
+//! * `walk`: Doob walks and lumps prepared at one θ as plain arrays.
+//! * this module: which flows a flow's bound involves, the bound of one queue and of a
+//!   two-queue path, the search over θ, and a per-thread cache of the envelopes (the
+//!   admission engine bounds the same flows decision after decision).
+//!
+//! # Units
+//!
+//! Discrete time in the flows' common MMPP step Δ [s] (10 µs): a queue of rate R [work/s]
+//! serves C = R·Δ [work/step]; θ is in [1/work]; ρ in [work/step]; delays come out in steps
+//! and leave as steps × Δ [s]. In each step a flow in state i emits one arrival (a request, or
+//! a batch of requests with the fitter's `batch_gap_s`) with probability p_i, of work W_i;
+//! arrivals come at the start of the step and the queue serves C during it.
+//!
+//! # One flow
+//!
+//! Let φ_i(θ) = E[e^{θW_i}], M_i(θ) = 1 − p_i + p_i φ_i(θ), D = diag(M), P the per-step
+//! transitions and π their stationary law. Going *back* in time from a step, the states form
+//! the reversed chain P̃ = D_π⁻¹ Pᵀ D_π (stationary too, with the same π), and the arrival of
+//! reversed step k depends on its state Y_k alone. With λ = sp(P̃D) = sp(PD) = e^{θρ(θ)} (the
+//! ρ of SNC-Meister's Table 1) and h > 0 the right Perron vector of P̃D,
+//!
+//! M_n = h(Y_{n−1}) · e^{θ S_n} · λ^{−n},  S_n = arrivals of reversed steps 0..n−1,
+//!
+//! is a martingale: E[h(Y_n) e^{θ a_n} | past] = (P̃Dh)(Y_{n−1}) = λ h(Y_{n−1}). Writing
+//! u = D_π D h, the equation P̃Dh = λh reads uᵀ(PD) = λuᵀ: u is the left Perron vector of PD
+//! and h_i = u_i/(π_i M_i), so nothing needs P̃ itself. The martingale's start value and
+//! lower bound give the prefactors
+//!
+//! κ(θ) = E[M_1]/min h = Σ_i u_i /(λ·min h),
+//! κ_palm(θ) = E[M_1 | the flow arrives at reversed step 0]/min h
+//!           = Σ_i (π_i p_i/p̄)·φ_i·h_i /(λ·min h),  p̄ = Σ π_i p_i,
+//!
+//! (the second is the view of one of the flow's own arrivals: its state is drawn in proportion
+//! to π_i p_i and its own work W_i is certain; given that state the past is the reversed chain
+//! again, since an arrival depends on its step's state only). Two consequences are used
+//! below: for any window of n steps, E[e^{θ A(n)}] ≤ κ·λⁿ; and for a queue of rate C ≥ ρ(θ)
+//! fed by the flow alone, P(sup_n (S_n − nC) > b) ≤ κ e^{−θb} (optional stopping of M at the
+//! first crossing, where M ≥ min h·e^{θb}). Independent flows multiply: the product of their
+//! martingales is a martingale for the joint past, its expectation the product of theirs.
+//! Unlike the MGF calculus there is no sum over the time of the crossing, which is what the
+//! SNC-Meister bound pays as ln(1 − e^{θ(ρ_A+ρ_S)}) per queue and per convolution.
+//!
+//! Any h > 0 with P̃Dh ≤ λ'h gives a *super*martingale with the same consequences (ρ = ln λ'/θ).
+//! Besides the Perron vector every flow offers h ≡ 1 with λ' = max_i (P̃D1)_i: the fitted
+//! chains change state every few seconds, i.e. every ~10⁵ steps, and for them the Perron
+//! vector's components differ by about e^{θ·(work of a whole stay)} (κ of e^4 to e^8 per flow
+//! at useful θ), while λ' is within a few percent of sp and κ ≤ 1. Each walk picks, per flow,
+//! the one with the smaller cost ln κ + θρ·(its steps in the walk), keeping Σρ within the
+//! rate.
+//!
+//! # The delay of a flow's arrival at one queue
+//!
+//! Flow f at level ℓ arrives (its batch, work W) at step t at a queue of rate C. Ahead of its
+//! last bit are the work of levels ≤ ℓ present after step t's arrivals and the arrivals of
+//! levels < ℓ (set H) after t; same-level flows (set L) behind it in FIFO order do not count,
+//! lower levels are preempted (the calculus is fluid; packets are allowed for by the
+//! callers, `sim::packetization_allowance_s`). So with m = ⌈d⌉, delay > d implies
+//!
+//! sup_{j≥0} [A_{H∪L∪f}(t−j..t) − C·j] + A_H(t+1..t+m) > C·d.
+//!
+//! In reversed steps from t+m (H from 0, L and f from m, f's first step being its own
+//! arrival), this is a crossing of S_N − C·N > C(d − m − 1) at some N ≥ m+1; Doob from m+1
+//! gives, for every θ with ρ_H + ρ_L + ρ_f ≤ C,
+//!
+//! P(delay > d) ≤ Π_{H∪L} κ_g · κ_palm,f · exp(−θ[C·d − (m+1)ρ_H − ρ_L − ρ_f]).
+//!
+//! This is a per-arrival (Palm) statement: the delay of the last bit of one of f's arrival
+//! events, the quantity a replay's per-request percentile sees, where SNC-Meister's bound is
+//! time-stationary. It is never below the exact M/G/1 sojourn of the same model
+//! ([`crate::mg1::CompoundPoisson::sojourn_quantile`]), which the tests check.
+//!
+//! # Two queues (SNC-Meister's paths)
+//!
+//! f crosses q1 (its first hop) then q2. At levels ≤ ℓ: B = other flows crossing q1 then q2
+//! (same source host, same destination: SNC-Meister's key idea 1 subtracts them from the
+//! tandem), X1 = other flows at q1 only, X2 = flows at q2 that come from another queue p
+//! (their first hop) or start at q2. Removing the same-level bits of X1 and B that arrive after
+//! t changes nothing for f (they are behind f at every queue they share with it), and the
+//! remaining system is bounded by the blind-multiplexing tandem's sample path (pay
+//! multiplexing only once): delay > d implies, for some t0 ≤ t1 ≤ t + d,
+//!
+//! A_f(t0,t] + A_{B_L}(t0,t] + A_{B_H}(t0,t+d] + A_{X1_L}(t0, t1∧t] + A_{X1_H}(t0,t1]
+//!   + A^{q2}_{X2}(t1,t+d] > C1(t1 − t0) + C2(t + d − t1).
+//!
+//! X2's arrivals at q2 are departures of p: over (v, t+d] they are at most p's backlog at v
+//! (of levels ≤ ℓ) plus their own arrivals at p after v. The hand-off time t1 is covered by a
+//! union over blocks of τ steps (its block's end as v, X1 counted from the block's start, so
+//! each block over-counts τ steps); within a block, t0 is covered by Doob's inequality on the
+//! martingale of f, B and X1, as above. Per block, the X2 terms are independent of that
+//! martingale and enter as *lumps*: their exponential moment multiplies the bound. For an
+//! upstream p with relayed flows R_p and others O_p, the lump L_p = R_p(window) + Q_p has
+//!
+//! E[e^{θL_p}] ≤ E[e^{θR_p(window)}] + ∫₀^∞ θe^{θy} min(U_p, G_p e^{−θ'y}) dy,
+//!
+//! where U_p = P(Q_p > 0) is p's utilisation by levels ≤ ℓ (exact for a stationary fluid
+//! queue) and G_p e^{−θ'y} the Doob bound of p's own walk at some θ' > θ. The blocks' terms
+//! fall geometrically once t1 is past t (at the rate of q2's leftover); they are summed
+//! explicitly, then bounded by a geometric tail whose ratio bounds every later one.
+//! Without X2 (and C2 ≥ C1) the hand-off costs nothing: one Doob term.
+//!
+//! # Dependency groups
+//!
+//! Flows of one group may be adversarially correlated, so their martingales do not multiply.
+//! Such a flow in a Doob walk is moved out of it: the walk keeps the capacity c_g = ρ_g(θ'')
+//! for some θ'' and the flow's excess over that capacity, Y_g = sup (S_g − c_g·n), becomes a
+//! lump with P(Y_g > y) ≤ κ_g e^{−θ''y} from its own martingale. Lumps that share a group are
+//! combined by Hölder's inequality (equal exponents k for k lumps, evaluated at a grid θ ≥ kθ,
+//! since E[e^{xL}]^{1/x} grows with x); independent ones multiply.
+//!
+//! # Scope
+//!
+//! Paths of one or two queues whose other flows either start at the queue or come from a
+//! queue that is their first hop: SNC-Meister's topologies and every network the scenario
+//! crate builds. Anything else is [`CalculusError::Unsupported`] naming the flow.
+//!
+//! # Search
+//!
+//! θ runs over the grid 2^{k/8} [1/work] (envelopes are cached per grid point, shared by every
+//! bound of an analysis and, per thread, across analyses): down from the largest θ where the
+//! queues are stable in steps of 4 grid points while the bound improves, then the neighbours
+//! of the best. Per θ the block length τ makes θ·τ·gap ≈ 1 for q2's leftover gap (at most 32
+//! blocks before t), each upstream's θ' is the grid point that minimises its lump at one
+//! block, and d solves P(delay > d) = ε by regula falsi (to 0.1%, from above). Any θ, τ and θ'
+//! give a valid bound; the search only makes it small.
+//!
+//! # Limits
+//!
+//! The bounds are exponential in θ: a co-tenant whose batches reach megabytes keeps θ below
+//! about 1/(its largest batch), and every nat of ln(1/ε) then costs that batch's transmission
+//! time, for every flow of its level and below on its queues. Removing the union bound over
+//! time (about ln(1/(θ·gap)) ≈ 5–6 nats per queue at these θ) is what this analysis gains over
+//! SNC-Meister's; rare multi-megabyte batches still dominate (see the README).
+
+mod chain;
+mod walk;
+
+pub use chain::{Envelope, Opt, Tilt, PEAK, PERRON};
+
+use walk::{lumps_growth, lumps_value, Lump, LumpKind, Pair, Start, Starts, UpLump, Walker};
+
+use crate::{
+    effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound, TenantBound,
+};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use tailbound_model::{Mmpp, Network, SizeModel};
+
+/// θ grid points per doubling.
+const PER_OCTAVE: f64 = 8.0;
+
+/// θ of grid point k [1/work].
+fn grid_theta(k: i32) -> f64 {
+    (k as f64 / PER_OCTAVE).exp2()
+}
+
+/// The least grid point at or above θ.
+fn grid_at_least(theta: f64) -> i32 {
+    let k = (theta.log2() * PER_OCTAVE).ceil();
+    let k = k.clamp(i32::MIN as f64 / 2.0, i32::MAX as f64 / 2.0) as i32;
+    if grid_theta(k) < theta {
+        k + 1
+    } else {
+        k
+    }
+}
+
+pub(crate) fn bound_tenants(
+    net: &Network,
+    priorities: &[u32],
+    tenants: &[usize],
+    opts: &BoundOptions,
+) -> Result<Vec<TenantBound>, CalculusError> {
+    let analysis = Analysis::new(net, priorities)?;
+    let mut out = Vec::with_capacity(tenants.len());
+    for &t in tenants {
+        let spec = &net.tenants[t];
+        let slo = effective_slo(spec.slo, opts);
+        let epsilon = slo.percentile.epsilon() / spec.flows.len().max(1) as f64;
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for &f in &spec.flows {
+            let bound = analysis.flow_bound(f, epsilon)?;
+            tracing::debug!(tenant = %spec.name, flow = %net.flows[f].name, ?bound, "martingale bound");
+            flows.push(FlowBound {
+                flow: f,
+                name: net.flows[f].name.clone(),
+                epsilon,
+                bound,
+            });
+        }
+        let priority = priorities.get(t).copied().unwrap_or(0);
+        out.push(tenant_result(net, t, priority, opts, flows));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Envelopes, cached per thread
+
+/// An envelope and its tilts at the grid points asked for so far.
+struct Cached {
+    env: Envelope,
+    tilts: RefCell<HashMap<i32, Option<Tilt>>>,
+}
+
+/// Envelopes kept per thread (the admission engine re-bounds the same flows at every
+/// decision); cleared when it holds this many.
+const CACHE_LIMIT: usize = 4096;
+
+/// Envelopes by fingerprint (each with its model, to tell collisions apart), and how many.
+type Cache = (usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>);
+
+thread_local! {
+    static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+}
+
+/// Empties this thread's envelope cache (for benchmarks of a first decision; results never
+/// depend on the cache).
+pub fn clear_cache() {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.0 = 0;
+        c.1.clear();
+    });
+}
+
+fn fingerprint(m: &Mmpp) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.step_s.to_bits().hash(&mut h);
+    for s in &m.states {
+        s.arrival_prob.to_bits().hash(&mut h);
+        match &s.sizes {
+            SizeModel::Exponential { mean } => mean.to_bits().hash(&mut h),
+            SizeModel::Empirical { atoms } => {
+                for a in atoms {
+                    a[0].to_bits().hash(&mut h);
+                    a[1].to_bits().hash(&mut h);
+                }
+            }
+        }
+    }
+    for row in &m.transition {
+        for p in row {
+            p.to_bits().hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
+    let key = fingerprint(m);
+    let hit = CACHE.with(|c| {
+        c.borrow()
+            .1
+            .get(&key)
+            .and_then(|v| v.iter().find(|(mm, _)| mm == m).map(|(_, e)| e.clone()))
+    });
+    if let Some(e) = hit {
+        return Ok(e);
+    }
+    let e = Rc::new(Cached {
+        env: Envelope::new(m)?,
+        tilts: RefCell::new(HashMap::new()),
+    });
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 >= CACHE_LIMIT {
+            c.0 = 0;
+            c.1.clear();
+        }
+        c.0 += 1;
+        c.1.entry(key).or_default().push((m.clone(), e.clone()));
+    });
+    Ok(e)
+}
+
+impl Cached {
+    fn at(&self, k: i32) -> Option<Tilt> {
+        if let Some(t) = self.tilts.borrow().get(&k) {
+            return *t;
+        }
+        let t = self.env.at(grid_theta(k));
+        self.tilts.borrow_mut().insert(k, t);
+        t
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The analysis
+
+/// The flows a bound of one flow involves, by role.
+#[derive(Debug, Clone)]
+enum Plan {
+    One {
+        rate: f64,
+        high: Vec<usize>,
+        same: Vec<usize>,
+    },
+    Two {
+        c1: f64,
+        c2: f64,
+        b_high: Vec<usize>,
+        b_same: Vec<usize>,
+        x1_high: Vec<usize>,
+        x1_same: Vec<usize>,
+        /// X2 flows that start at q2
+        x2_src: Vec<usize>,
+        /// upstream queues of relayed X2 flows
+        x2_up: Vec<UpSpec>,
+    },
+}
+
+/// An upstream queue p of relayed cross traffic.
+#[derive(Debug, Clone)]
+struct UpSpec {
+    /// flows at p going on to the analysed queue (levels ≤ ℓ)
+    relayed: Vec<usize>,
+    /// the other flows at p (levels ≤ ℓ)
+    others: Vec<usize>,
+    /// p's rate [work/step]
+    rate: f64,
+    /// p's utilisation by levels ≤ ℓ
+    util: f64,
+}
+
+/// A lump before preparation.
+#[derive(Debug, Clone, Copy)]
+enum LumpSpec {
+    /// X2 flow starting at q2: its arrivals over the window
+    Window(usize),
+    /// index into the plan's upstreams
+    Up(usize),
+}
+
+/// A walk and its lumps prepared at one grid point.
+#[derive(Debug, Clone)]
+struct Prepared {
+    walker: Walker,
+    lumps: Vec<Lump>,
+}
+
+struct Analysis<'a> {
+    net: &'a Network,
+    level: Vec<u32>,
+    /// dependency group per flow
+    group: Vec<Option<usize>>,
+    step_s: f64,
+    env: Vec<Rc<Cached>>,
+}
+
+fn unsupported(net: &Network, f: usize, why: String) -> CalculusError {
+    CalculusError::Unsupported(format!(
+        "the snc-martingale analysis cannot bound flow {:?}: {why}; it covers paths of one or \
+         two queues whose cross traffic starts there or comes from its first hop (use \
+         --method snc-meister for other networks)",
+        net.flows[f].name
+    ))
+}
+
+/// Grid point of the Hölder exponent for a component of `size` lumps: the least θ ≥ size·θ_k.
+fn hoelder_point(k: i32, size: usize) -> i32 {
+    if size <= 1 {
+        k
+    } else {
+        k + (PER_OCTAVE * (size as f64).log2()).ceil() as i32
+    }
+}
+
+impl<'a> Analysis<'a> {
+    fn new(net: &'a Network, priorities: &[u32]) -> Result<Analysis<'a>, CalculusError> {
+        let mut groups: Vec<&str> = net
+            .tenants
+            .iter()
+            .filter_map(|t| t.group.as_deref())
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let mut step_s: Option<f64> = None;
+        let mut env = Vec::with_capacity(net.flows.len());
+        for flow in &net.flows {
+            let Some(m) = &flow.mmpp else {
+                return Err(CalculusError::MissingModel {
+                    flow: flow.name.clone(),
+                    model: "MMPP",
+                    method: "snc-martingale",
+                });
+            };
+            match step_s {
+                None => step_s = Some(m.step_s),
+                Some(a) if (a - m.step_s).abs() > 1e-12 * a.abs() => {
+                    return Err(CalculusError::MixedSteps { a, b: m.step_s });
+                }
+                Some(_) => {}
+            }
+            env.push(
+                cached_envelope(m)
+                    .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?,
+            );
+        }
+        let level = net
+            .flows
+            .iter()
+            .map(|f| priorities.get(f.tenant).copied().unwrap_or(0))
+            .collect();
+        let group = net
+            .flows
+            .iter()
+            .map(|f| {
+                net.tenants
+                    .get(f.tenant)
+                    .and_then(|t| t.group.as_deref())
+                    .and_then(|g| groups.binary_search(&g).ok())
+            })
+            .collect();
+        Ok(Analysis {
+            net,
+            level,
+            group,
+            step_s: step_s.unwrap_or(1e-5),
+            env,
+        })
+    }
+
+    fn tilt(&self, f: usize, k: i32) -> Option<Tilt> {
+        self.env[f].at(k)
+    }
+
+    /// The (ρ, ln κ) pairs of flow g at grid point k, seen from its own arrival if `palm`.
+    fn pair(&self, g: usize, k: i32, palm: bool) -> Option<Pair> {
+        let t = self.tilt(g, k)?;
+        let mut p = [(0.0, 0.0); 2];
+        for (i, o) in t.opts.iter().enumerate() {
+            p[i] = (o.rho, if palm { o.ln_kappa_palm? } else { o.ln_kappa });
+        }
+        Some(p)
+    }
+
+    /// Σ of the least ρ of `flows` at grid point k.
+    fn rho(&self, flows: &[usize], k: i32) -> Option<f64> {
+        flows
+            .iter()
+            .try_fold(0.0, |acc, &g| Some(acc + self.tilt(g, k)?.rho()))
+    }
+
+    /// The other flows at queue q of levels ≤ `lvl`.
+    fn at_queue(&self, q: usize, lvl: u32, not: usize) -> impl Iterator<Item = usize> + '_ {
+        self.net
+            .flows
+            .iter()
+            .enumerate()
+            .filter(move |(g, fl)| *g != not && self.level[*g] <= lvl && fl.path.contains(&q))
+            .map(|(g, _)| g)
+    }
+
+    fn first_hop(&self, g: usize) -> usize {
+        self.net.flows[g].path[0]
+    }
+
+    fn plan(&self, f: usize) -> Result<Plan, CalculusError> {
+        let path = &self.net.flows[f].path;
+        let lvl = self.level[f];
+        let step = self.step_s;
+        let rate = |q: usize| self.net.queues[q].rate * step;
+        let not_first = |g: usize, q: usize| {
+            unsupported(
+                self.net,
+                f,
+                format!(
+                    "flow {:?} reaches queue {:?} from another queue",
+                    self.net.flows[g].name, self.net.queues[q].name
+                ),
+            )
+        };
+        match *path.as_slice() {
+            [q] => {
+                let (mut high, mut same) = (Vec::new(), Vec::new());
+                for g in self.at_queue(q, lvl, f) {
+                    if self.first_hop(g) != q {
+                        return Err(not_first(g, q));
+                    }
+                    if self.level[g] < lvl {
+                        high.push(g);
+                    } else {
+                        same.push(g);
+                    }
+                }
+                Ok(Plan::One {
+                    rate: rate(q),
+                    high,
+                    same,
+                })
+            }
+            [q1, q2] => {
+                let (mut b_high, mut b_same, mut x1_high, mut x1_same) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                for g in self.at_queue(q1, lvl, f) {
+                    if self.first_hop(g) != q1 {
+                        return Err(not_first(g, q1));
+                    }
+                    let gp = &self.net.flows[g].path;
+                    let both = gp.len() >= 2 && gp[1] == q2;
+                    match (both, self.level[g] < lvl) {
+                        (true, true) => b_high.push(g),
+                        (true, false) => b_same.push(g),
+                        (false, true) => x1_high.push(g),
+                        (false, false) => x1_same.push(g),
+                    }
+                }
+                let mut x2_src = Vec::new();
+                let mut ups: BTreeMap<usize, ()> = BTreeMap::new();
+                for g in self.at_queue(q2, lvl, f) {
+                    let gp = &self.net.flows[g].path;
+                    let pos = gp.iter().position(|&x| x == q2).unwrap_or(0);
+                    if pos == 0 {
+                        x2_src.push(g);
+                    } else if gp[pos - 1] == q1 {
+                        // B: counted at q1 (its first hop, checked there)
+                    } else if pos == 1 {
+                        ups.insert(gp[0], ());
+                    } else {
+                        return Err(not_first(g, q2));
+                    }
+                }
+                let mut x2_up = Vec::new();
+                for &p in ups.keys() {
+                    let (mut relayed, mut others) = (Vec::new(), Vec::new());
+                    let mut work = 0.0;
+                    for g in self.at_queue(p, lvl, usize::MAX) {
+                        if self.first_hop(g) != p {
+                            return Err(not_first(g, p));
+                        }
+                        let gp = &self.net.flows[g].path;
+                        if gp.len() >= 2 && gp[1] == q2 {
+                            relayed.push(g);
+                        } else {
+                            others.push(g);
+                        }
+                        work += self.env[g].env.mean_work_per_step();
+                    }
+                    x2_up.push(UpSpec {
+                        relayed,
+                        others,
+                        rate: rate(p),
+                        util: work / rate(p),
+                    });
+                }
+                Ok(Plan::Two {
+                    c1: rate(q1),
+                    c2: rate(q2),
+                    b_high,
+                    b_same,
+                    x1_high,
+                    x1_same,
+                    x2_src,
+                    x2_up,
+                })
+            }
+            _ => Err(unsupported(
+                self.net,
+                f,
+                format!("its path crosses {} queues", path.len()),
+            )),
+        }
+    }
+
+    /// The bound of flow `f` at violation probability `epsilon`.
+    fn flow_bound(&self, f: usize, epsilon: f64) -> Result<Bound, CalculusError> {
+        if !self.env[f].env.arrives() {
+            // no arrival, no delay
+            return Ok(Bound::Within(0.0));
+        }
+        let plan = self.plan(f)?;
+        let ln_eps = epsilon.ln();
+        let solve = |k: i32| -> Option<f64> {
+            match &plan {
+                Plan::One { rate, high, same } => self.one_queue(f, k, *rate, high, same, ln_eps),
+                Plan::Two { .. } => self.two_queues(f, k, &plan, ln_eps),
+            }
+        };
+        // the largest grid θ where the queues are stable (a necessary condition, monotone)
+        let involved = self.involved(f, &plan);
+        let theta_sup = involved
+            .iter()
+            .map(|&g| self.env[g].env.theta_sup())
+            .fold(f64::INFINITY, f64::min);
+        let stable = |k: i32| -> bool {
+            let sum = |flows: &[usize]| self.rho(flows, k);
+            match &plan {
+                Plan::One { rate, high, same } => {
+                    let all: Vec<usize> = high.iter().chain(same).copied().chain([f]).collect();
+                    sum(&all).is_some_and(|r| r <= *rate)
+                }
+                Plan::Two {
+                    c1,
+                    c2,
+                    b_high,
+                    b_same,
+                    x1_high,
+                    x1_same,
+                    x2_src,
+                    x2_up,
+                } => {
+                    let q1: Vec<usize> = [f]
+                        .into_iter()
+                        .chain(
+                            b_high
+                                .iter()
+                                .chain(b_same)
+                                .chain(x1_high)
+                                .chain(x1_same)
+                                .copied(),
+                        )
+                        .collect();
+                    let mut q2: Vec<usize> = [f]
+                        .into_iter()
+                        .chain(b_high.iter().chain(b_same).chain(x2_src).copied())
+                        .collect();
+                    for u in x2_up {
+                        q2.extend(&u.relayed);
+                    }
+                    sum(&q1).is_some_and(|r| r <= *c1) && sum(&q2).is_some_and(|r| r < *c2)
+                }
+            }
+        };
+        let top = if theta_sup.is_finite() {
+            grid_at_least(theta_sup) - 1
+        } else {
+            // work-free flows only: any θ; start well above any useful value
+            400
+        };
+        // down by octaves to the first stable point (far below, the roots drown in rounding
+        // and nothing is stable: unbounded), then bisect the last octave
+        let mut lo = top;
+        let mut hi = top;
+        while !stable(lo) {
+            hi = lo;
+            lo -= PER_OCTAVE as i32;
+            if lo < top - 480 {
+                return Ok(Bound::Unbounded(self.overload_reason(f)));
+            }
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if stable(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        // coarse steps down from the largest stable θ while the bound improves, then the
+        // neighbours of the best
+        let mut memo: HashMap<i32, Option<f64>> = HashMap::new();
+        let mut at = |k: i32| -> Option<f64> { *memo.entry(k).or_insert_with(|| solve(k)) };
+        const STEP: i32 = 4;
+        let mut best: Option<(f64, i32)> = None;
+        let mut worse = 0;
+        let mut k = lo;
+        while k > lo - 240 {
+            match (at(k), best) {
+                (Some(d), Some((b, _))) if d >= b => {
+                    worse += 1;
+                    if worse >= 2 {
+                        break;
+                    }
+                }
+                (Some(d), _) => {
+                    best = Some((d, k));
+                    worse = 0;
+                }
+                (None, Some(_)) => {
+                    worse += 1;
+                    if worse >= 2 {
+                        break;
+                    }
+                }
+                (None, None) => {}
+            }
+            k -= STEP;
+        }
+        if let Some((_, kb)) = best {
+            for kk in kb - STEP + 1..kb + STEP {
+                if kk != kb && kk <= lo {
+                    if let Some(d) = at(kk) {
+                        if best.is_none_or(|(b, _)| d < b) {
+                            best = Some((d, kk));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(match best {
+            Some((steps, _)) => {
+                Bound::from_seconds(steps * self.step_s, || self.overload_reason(f))
+            }
+            None => Bound::Unbounded(self.overload_reason(f)),
+        })
+    }
+
+    /// Every flow whose envelope the bound of f uses.
+    fn involved(&self, f: usize, plan: &Plan) -> Vec<usize> {
+        let mut v = vec![f];
+        match plan {
+            Plan::One { high, same, .. } => v.extend(high.iter().chain(same)),
+            Plan::Two {
+                b_high,
+                b_same,
+                x1_high,
+                x1_same,
+                x2_src,
+                x2_up,
+                ..
+            } => {
+                v.extend(
+                    b_high
+                        .iter()
+                        .chain(b_same)
+                        .chain(x1_high)
+                        .chain(x1_same)
+                        .chain(x2_src),
+                );
+                for u in x2_up {
+                    v.extend(u.relayed.iter().chain(&u.others));
+                }
+            }
+        }
+        v
+    }
+
+    /// Why flow `f` has no bound: the most loaded queue of its path.
+    fn overload_reason(&self, f: usize) -> String {
+        let lvl = self.level[f];
+        let mut worst: Option<(f64, usize, f64)> = None;
+        for &q in &self.net.flows[f].path {
+            let load: f64 = self
+                .at_queue(q, lvl, usize::MAX)
+                .map(|g| self.env[g].env.mean_work_per_step() / self.step_s)
+                .sum();
+            let rate = self.net.queues[q].rate;
+            if !matches!(worst, Some((u, _, _)) if load / rate <= u) {
+                worst = Some((load / rate, q, load));
+            }
+        }
+        match worst {
+            Some((u, q, load)) => {
+                let name = &self.net.queues[q].name;
+                let rate = self.net.queues[q].rate;
+                if u >= 1.0 {
+                    format!(
+                        "queue {name}: load {load:.4e} ≥ capacity {rate:.4e} [work/s] \
+                         (flows of priority ≤ {lvl})"
+                    )
+                } else {
+                    format!(
+                        "queue {name}: mean load {load:.4e} of capacity {rate:.4e} [work/s] \
+                         ({:.1}%), but the bursts leave no θ with a finite bound at this \
+                         percentile",
+                        100.0 * u
+                    )
+                }
+            }
+            None => "flow crosses no queue".into(),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // preparing walks
+
+    /// The flows inside a lump spec.
+    fn spec_flows(&self, s: LumpSpec, ups: &[UpSpec]) -> Vec<usize> {
+        match s {
+            LumpSpec::Window(g) => vec![g],
+            LumpSpec::Up(i) => ups[i]
+                .relayed
+                .iter()
+                .chain(&ups[i].others)
+                .copied()
+                .collect(),
+        }
+    }
+
+    /// A Doob walk at grid point k over `members` (flow, start, palm) with service `rate`,
+    /// and its lumps: `specs` (relayed or window cross traffic) and the dependent members'
+    /// excess. `w_ref` is a typical window for choosing the upstream lumps' θ'.
+    fn prepare(
+        &self,
+        k: i32,
+        members: &[(usize, Start, bool)],
+        rate: f64,
+        specs: &[LumpSpec],
+        ups: &[UpSpec],
+        w_ref: f64,
+    ) -> Option<Prepared> {
+        let theta = grid_theta(k);
+        // dependency: a group with two or more flows anywhere in this walk and its lumps
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        let all_flows = members
+            .iter()
+            .map(|m| m.0)
+            .chain(specs.iter().flat_map(|&s| self.spec_flows(s, ups)));
+        for g in all_flows {
+            if let Some(grp) = self.group[g] {
+                *count.entry(grp).or_default() += 1;
+            }
+        }
+        let dependent = |g: usize| self.group[g].is_some_and(|grp| count[&grp] >= 2);
+        // lump units: the specs, then one per dependent member; components by shared group
+        let mut sets: Vec<Vec<usize>> = specs
+            .iter()
+            .map(|&s| {
+                let mut v: Vec<usize> = self
+                    .spec_flows(s, ups)
+                    .into_iter()
+                    .filter_map(|g| self.group[g])
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+            .collect();
+        let excess: Vec<(usize, Start, bool)> =
+            members.iter().copied().filter(|m| dependent(m.0)).collect();
+        sets.extend(excess.iter().map(|m| self.group[m.0].into_iter().collect()));
+        let comp = component_ids(&sets);
+        let sizes = {
+            let mut v = vec![0usize; comp.iter().copied().max().map_or(0, |x| x + 1)];
+            for &c in &comp {
+                v[c] += 1;
+            }
+            v
+        };
+        let at = |unit: usize| -> (i32, f64) {
+            let kh = hoelder_point(k, sizes[comp[unit]]);
+            (kh, theta / grid_theta(kh))
+        };
+        let mut walker = Walker {
+            members: Vec::with_capacity(members.len()),
+            rate,
+            caps: Vec::new(),
+        };
+        for &(g, start, palm) in members {
+            if !dependent(g) {
+                walker.members.push((self.pair(g, k, palm)?, start));
+            }
+        }
+        let mut lumps = Vec::with_capacity(specs.len() + excess.len());
+        for (i, &s) in specs.iter().enumerate() {
+            let (kh, scale) = at(i);
+            let kind = match s {
+                LumpSpec::Window(g) => LumpKind::Window(self.pair(g, kh, false)?),
+                LumpSpec::Up(u) => LumpKind::Up(Box::new(self.upstream(kh, &ups[u], w_ref)?)),
+            };
+            lumps.push(Lump {
+                kind,
+                theta_at: grid_theta(kh),
+                scale,
+            });
+        }
+        for (j, &(g, start, palm)) in excess.iter().enumerate() {
+            let (kh, scale) = at(specs.len() + j);
+            // Y_g = sup (S_g − c_g n), c_g = ρ_g(θ''), P(Y_g > y) ≤ κ_g e^{−θ''y} (h ≡ 1)
+            let tail = kh + PER_OCTAVE as i32;
+            let t = self.tilt(g, tail)?.opts[PEAK];
+            let ln_g = if palm { t.ln_kappa_palm? } else { t.ln_kappa };
+            walker.rate -= t.rho;
+            walker.caps.push((t.rho, start));
+            lumps.push(Lump {
+                kind: LumpKind::Const(ln_1p_tail(0.0, ln_g, grid_theta(kh), grid_theta(tail))),
+                theta_at: grid_theta(kh),
+                scale,
+            });
+        }
+        Some(Prepared { walker, lumps })
+    }
+
+    /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
+    /// the least value at a window of `w_ref` steps.
+    fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
+        if u.util.is_nan() || u.util >= 1.0 {
+            return None;
+        }
+        let theta = grid_theta(k);
+        // the relayed windows, Hölder among themselves where dependent
+        let sets: Vec<Vec<usize>> = u
+            .relayed
+            .iter()
+            .map(|&g| self.group[g].into_iter().collect())
+            .collect();
+        let comp = component_ids(&sets);
+        let mut relayed = Vec::with_capacity(u.relayed.len());
+        let mut window_growth = 0.0;
+        for (i, &g) in u.relayed.iter().enumerate() {
+            let size = comp.iter().filter(|&&c| c == comp[i]).count();
+            let kh = hoelder_point(k, size);
+            let p = self.pair(g, kh, false)?;
+            let scale = theta / grid_theta(kh);
+            window_growth += scale * grid_theta(kh) * p[0].0.max(p[1].0);
+            relayed.push((p, grid_theta(kh), scale));
+        }
+        let members: Vec<(usize, Start, bool)> = u
+            .relayed
+            .iter()
+            .map(|&g| (g, Start::Zero, false))
+            .chain(u.others.iter().map(|&g| (g, Start::Window, false)))
+            .collect();
+        let mut best: Option<(f64, UpLump)> = None;
+        for kt in k + 1..=k + 24 {
+            let Some(inner) = self.prepare(kt, &members, u.rate, &[], &[], w_ref) else {
+                // beyond p's stability or the MGFs' domain: larger θ' only get worse
+                break;
+            };
+            let Some(inner_lumps) = lumps_value(&inner.lumps, 0.0) else {
+                break;
+            };
+            let mut rho_tail = 0.0;
+            for &g in &u.relayed {
+                let t = self.tilt(g, kt)?;
+                rho_tail += t.opts[PERRON].rho.max(t.opts[PEAK].rho);
+            }
+            let lump = UpLump {
+                relayed: relayed.clone(),
+                inner: inner.walker,
+                inner_lumps,
+                rate: u.rate,
+                ln_util: u.util.ln(),
+                theta_tail: grid_theta(kt),
+                window_growth,
+                tail_growth: grid_theta(kt) * rho_tail,
+            };
+            let Some(v) = lumps_value(
+                &[Lump {
+                    kind: LumpKind::Up(Box::new(lump.clone())),
+                    theta_at: theta,
+                    scale: 1.0,
+                }],
+                w_ref,
+            ) else {
+                break;
+            };
+            if best.as_ref().is_none_or(|(b, _)| v < *b) {
+                best = Some((v, lump));
+            }
+        }
+        best.map(|(_, l)| l)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // one queue
+
+    fn one_queue(
+        &self,
+        f: usize,
+        k: i32,
+        rate: f64,
+        high: &[usize],
+        same: &[usize],
+        ln_eps: f64,
+    ) -> Option<f64> {
+        let members: Vec<(usize, Start, bool)> = high
+            .iter()
+            .map(|&g| (g, Start::Zero, false))
+            .chain(same.iter().map(|&g| (g, Start::M, false)))
+            .chain([(f, Start::M, true)])
+            .collect();
+        let prep = self.prepare(k, &members, rate, &[], &[], 0.0)?;
+        let theta = grid_theta(k);
+        let lumps = lumps_value(&prep.lumps, 0.0)?;
+        let ln_p = |d: f64| -> Option<f64> {
+            let m = d.ceil();
+            let st = Starts { m, a: 0.0, w: 0.0 };
+            let (walk, _) = prep
+                .walker
+                .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None)?;
+            Some(walk + lumps)
+        };
+        solve_delay(ln_p, ln_eps)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // two queues
+
+    fn two_queues(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64) -> Option<f64> {
+        let Plan::Two {
+            c1,
+            c2,
+            b_high,
+            b_same,
+            x1_high,
+            x1_same,
+            x2_src,
+            x2_up,
+        } = plan
+        else {
+            return None;
+        };
+        let (c1, c2) = (*c1, *c2);
+        let theta = grid_theta(k);
+        let specs: Vec<LumpSpec> = x2_src
+            .iter()
+            .map(|&g| LumpSpec::Window(g))
+            .chain((0..x2_up.len()).map(LumpSpec::Up))
+            .collect();
+        // without cross traffic at q2 (and C2 ≥ C1) the hand-off n1 = 0 dominates: one term
+        let single = specs.is_empty() && c2 >= c1;
+        // q2's leftover gap at θ (per step): the blocks' terms fall at e^{−θ·gap} per step
+        let mut q2_flows: Vec<usize> = [f]
+            .into_iter()
+            .chain(b_high.iter().chain(b_same).chain(x2_src).copied())
+            .collect();
+        for u in x2_up {
+            q2_flows.extend(&u.relayed);
+        }
+        let gap = c2 - self.rho(&q2_flows, k)?;
+        if gap.is_nan() || gap <= 0.0 {
+            return None;
+        }
+        let tau_rule = (1.0 / (theta * gap)).round().max(1.0);
+        let members: Vec<(usize, Start, bool)> = [(f, Start::M, true)]
+            .into_iter()
+            .chain(b_same.iter().map(|&g| (g, Start::M, false)))
+            .chain(b_high.iter().map(|&g| (g, Start::Zero, false)))
+            .chain(x1_same.iter().map(|&g| (g, Start::MaxAm, false)))
+            .chain(x1_high.iter().map(|&g| (g, Start::A, false)))
+            .collect();
+        let prep = self.prepare(k, &members, c1, &specs, x2_up, tau_rule)?;
+        // one block: n1 ∈ [a, a + τ), X2 over [0, a + τ), X1 from a, Doob from max(a, m + 1)
+        let block =
+            |d: f64, tau: f64, b: f64, fixed: Option<&[u8]>| -> Option<(f64, f64, Vec<u8>)> {
+                let m = d.ceil();
+                let a = b * tau;
+                let w = a + tau;
+                let n1 = if c2 >= c1 { a } else { a + tau - 1.0 };
+                let st = Starts { m, a, w };
+                let (walk, choice) = prep.walker.eval(
+                    theta,
+                    a.max(m + 1.0),
+                    (c2 - c1) * n1 + c2 * (d - m),
+                    &st,
+                    fixed,
+                )?;
+                let lumps = if single {
+                    0.0
+                } else {
+                    lumps_value(&prep.lumps, w)?
+                };
+                Some((walk, lumps, choice))
+            };
+        let ln_p = |d: f64| -> Option<f64> {
+            if single {
+                return block(d, 1.0, 0.0, None).map(|(w, l, _)| w + l);
+            }
+            let m = d.ceil();
+            // at most 32 blocks before t (any τ is valid)
+            let tau = tau_rule.max(((m + 1.0) / 32.0).ceil());
+            // blocks until t1's block is past t (the walk starts at a from then on), and one
+            let b_last = ((m + 1.0) / tau).ceil() + 1.0;
+            let mut terms = Vec::with_capacity(b_last as usize + 2);
+            let mut b = 0.0;
+            let (last_walk, last_lumps, choice) = loop {
+                let (walk, lumps, choice) = block(d, tau, b, None)?;
+                terms.push(walk + lumps);
+                if b >= b_last {
+                    break (walk, lumps, choice);
+                }
+                b += 1.0;
+            };
+            // every later block with the last block's supermartingales: the walk part
+            // changes linearly, the lumps grow at most at their growth bound
+            let (next_walk, _, _) = block(d, tau, b + 1.0, Some(&choice))?;
+            let growth = lumps_growth(&prep.lumps, (b + 1.0) * tau)?;
+            let ln_r = next_walk - last_walk + growth * tau;
+            if ln_r.is_nan() || ln_r >= 0.0 {
+                return None;
+            }
+            terms.push(last_walk + last_lumps + ln_r - (-ln_r.exp_m1()).ln());
+            Some(log_sum_exp(&terms))
+        };
+        solve_delay(ln_p, ln_eps)
+    }
+}
+
+/// A d ≥ 0 [steps] with ln_p(d) ≤ ln_eps, within 0.1% of the least one: doubling to a bracket,
+/// then regula falsi (Illinois) on ln_p(d) − ln_eps, bisection where a value is undefined;
+/// ln_p must be non-increasing in d. `None` when no d up to 10⁹ steps qualifies.
+fn solve_delay(ln_p: impl Fn(f64) -> Option<f64>, ln_eps: f64) -> Option<f64> {
+    let g = |d: f64| ln_p(d).map(|v| v - ln_eps);
+    let at0 = g(0.0);
+    if at0.is_some_and(|v| v <= 0.0) {
+        return Some(0.0);
+    }
+    let (mut lo, mut g_lo) = (0.0, at0);
+    let (mut hi, mut g_hi) = (1.0, g(1.0));
+    while !g_hi.is_some_and(|v| v <= 0.0) {
+        (lo, g_lo) = (hi, g_hi);
+        hi *= 2.0;
+        if hi > 1e9 {
+            return None;
+        }
+        g_hi = g(hi);
+    }
+    let mut side = 0i8;
+    for _ in 0..60 {
+        if hi - lo <= 1e-3 * hi.max(1.0) {
+            break;
+        }
+        let (Some(a), Some(b)) = (g_lo, g_hi) else {
+            let mid = 0.5 * (lo + hi);
+            match g(mid) {
+                Some(v) if v <= 0.0 => (hi, g_hi) = (mid, Some(v)),
+                other => (lo, g_lo) = (mid, other),
+            }
+            continue;
+        };
+        // a > 0 ≥ b; Illinois: halve the value of an end kept twice
+        let x = (lo * b - hi * a) / (b - a);
+        let x = if x > lo && x < hi { x } else { 0.5 * (lo + hi) };
+        match g(x) {
+            Some(v) if v <= 0.0 => {
+                (hi, g_hi) = (x, Some(v));
+                if side == 1 {
+                    g_lo = Some(a / 2.0);
+                }
+                side = 1;
+            }
+            other => {
+                (lo, g_lo) = (x, other);
+                if side == -1 {
+                    g_hi = Some(b / 2.0);
+                }
+                side = -1;
+            }
+        }
+    }
+    Some(hi)
+}
+
+/// ln Σ e^{x_i}.
+fn log_sum_exp(xs: &[f64]) -> f64 {
+    let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !m.is_finite() {
+        return m;
+    }
+    m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+}
+
+/// ln ∫₀^∞ θ e^{θy} min(U, G e^{−θ'y}) dy for θ < θ' (ln U and ln G given).
+fn ln_tail_integral(ln_u: f64, ln_g: f64, theta: f64, theta_t: f64) -> f64 {
+    let r = theta / (theta_t - theta);
+    if ln_g <= ln_u {
+        // y0 = 0: G θ/(θ' − θ)
+        ln_g + r.ln()
+    } else {
+        // y0 = ln(G/U)/θ': U [e^{θ y0} θ'/(θ' − θ) − 1]
+        let a = (theta / theta_t) * (ln_g - ln_u) + (theta_t / (theta_t - theta)).ln();
+        // ln(e^a − 1), a > 0
+        ln_u + a + (-(-a).exp()).ln_1p()
+    }
+}
+
+/// ln(1 + ∫₀^∞ θ e^{θy} min(e^{ln_u}, G e^{−θ'y}) dy).
+fn ln_1p_tail(ln_u: f64, ln_g: f64, theta: f64, theta_t: f64) -> f64 {
+    log_sum_exp(&[0.0, ln_tail_integral(ln_u, ln_g, theta, theta_t)])
+}
+
+/// Component id per set, sets being connected when they share an element.
+fn component_ids(sets: &[Vec<usize>]) -> Vec<usize> {
+    let n = sets.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    let mut owner: HashMap<usize, usize> = HashMap::new();
+    for (i, s) in sets.iter().enumerate() {
+        for &e in s {
+            match owner.get(&e) {
+                Some(&j) => {
+                    let (a, b) = (find(&mut parent, i), find(&mut parent, j));
+                    if a != b {
+                        parent[b] = a;
+                    }
+                }
+                None => {
+                    owner.insert(e, i);
+                }
+            }
+        }
+    }
+    let mut ids: HashMap<usize, usize> = HashMap::new();
+    (0..n)
+        .map(|i| {
+            let r = find(&mut parent, i);
+            let next = ids.len();
+            *ids.entry(r).or_insert(next)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_points_bracket_theta() {
+        for theta in [1e-7, 3.3e-6, 1.0, 17.0, 1e4] {
+            let k = grid_at_least(theta);
+            assert!(
+                grid_theta(k) >= theta && grid_theta(k - 1) < theta,
+                "{theta}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_tail_integral_matches_quadrature() {
+        for (u, g, th, tt) in [
+            (0.05, 0.3, 1.0, 2.0),
+            (0.05, 3.0, 1.0, 1.5),
+            (1.0, 0.5, 2.0, 3.0),
+        ] {
+            let got = ln_tail_integral(f64::ln(u), f64::ln(g), th, tt).exp();
+            let mut want = 0.0;
+            let dy = 1e-4;
+            let mut y = 0.5 * dy;
+            while y < 60.0 {
+                want += th * (th * y).exp() * f64::min(u, g * (-tt * y).exp()) * dy;
+                y += dy;
+            }
+            assert!((got - want).abs() < 1e-3 * want, "{u} {g}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn delays_solve_monotone_bounds() {
+        // ln P(d) = 2 − d/10: P ≤ e^{-5} at d = 70
+        let d = solve_delay(|d| Some(2.0 - d / 10.0), -5.0).unwrap();
+        assert!((d - 70.0).abs() < 0.01, "{d}");
+        assert_eq!(solve_delay(|_| None, -5.0), None);
+    }
+
+    #[test]
+    fn groups_form_components() {
+        let ids = component_ids(&[vec![1], vec![], vec![2, 1], vec![3], vec![3]]);
+        assert_eq!(ids[0], ids[2]);
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(ids[3], ids[4]);
+    }
+}

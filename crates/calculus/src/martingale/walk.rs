@@ -1,0 +1,259 @@
+//! Doob walks and lumps prepared at one θ: every flow's supermartingales are looked up once,
+//! so that the searches over the delay, the block length and the blocks are arithmetic.
+//!
+//! A walk stands for P(∃N ≥ n_s: Σ_members S_g[s_g, N) + Σ lumps > rate·N + c) (parent module
+//! docs); its value is the log of the bound, split into the walk part
+//! ln Π κ_g − θ[rate·n_s − Σ ρ_g (n_s − s_g) + c] and the lumps' ln E[e^{θ·lumps}].
+
+use super::{ln_tail_integral, log_sum_exp};
+
+/// A flow's two supermartingales at one grid point: (ρ [work/step], ln κ) each, in the order
+/// of [`super::Tilt::opts`].
+pub(super) type Pair = [(f64, f64); 2];
+
+/// Where a walk member starts counting [reversed steps], resolved per evaluation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Start {
+    /// from the first reversed step
+    Zero,
+    /// from the analysed flow's own arrival, m = ⌈d⌉
+    M,
+    /// from the block's start a
+    A,
+    /// from max(a, m)
+    MaxAm,
+    /// from the end of a relayed window w
+    Window,
+}
+
+/// The values the starts resolve to.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Starts {
+    pub m: f64,
+    pub a: f64,
+    pub w: f64,
+}
+
+impl Starts {
+    pub fn of(&self, s: Start) -> f64 {
+        match s {
+            Start::Zero => 0.0,
+            Start::M => self.m,
+            Start::A => self.a,
+            Start::MaxAm => self.a.max(self.m),
+            Start::Window => self.w,
+        }
+    }
+}
+
+/// A Doob walk's independent members, and the capacity its dependent members took (they are
+/// lumps of the walk's owner).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Walker {
+    pub members: Vec<(Pair, Start)>,
+    /// the walk's rate less the dependent members' capacities [work/step]
+    pub rate: f64,
+    /// (capacity, start) of each dependent member: the crossing level rises by cap·start
+    pub caps: Vec<(f64, Start)>,
+}
+
+impl Walker {
+    /// The walk part of the value at θ for a crossing at N ≥ `n_s` above rate·N + `c`, with
+    /// each member's supermartingale chosen (or `fixed`), and the choices. `None` when the
+    /// walk is unstable or a member starts after `n_s`.
+    pub fn eval(
+        &self,
+        theta: f64,
+        n_s: f64,
+        c: f64,
+        st: &Starts,
+        fixed: Option<&[u8]>,
+    ) -> Option<(f64, Vec<u8>)> {
+        if self.rate.is_nan() || self.rate <= 0.0 {
+            return None;
+        }
+        let mut weight = Vec::with_capacity(self.members.len());
+        for (_, s) in &self.members {
+            let s = st.of(*s);
+            if s > n_s {
+                return None;
+            }
+            weight.push(n_s - s);
+        }
+        let cost = |i: usize, o: usize| {
+            let (rho, ln_k) = self.members[i].0[o];
+            ln_k + theta * rho * weight[i]
+        };
+        let choice: Vec<u8> = match fixed {
+            Some(f) if f.len() == self.members.len() => f.to_vec(),
+            Some(_) => return None,
+            None => {
+                let mut choice: Vec<u8> = (0..self.members.len())
+                    .map(|i| u8::from(cost(i, 1) < cost(i, 0)))
+                    .collect();
+                // while Σρ exceeds the rate, switch to the smaller ρ that costs least per unit
+                // of ρ saved
+                let mut total: f64 = choice
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &o)| self.members[i].0[o as usize].0)
+                    .sum();
+                while total > self.rate {
+                    let mut best: Option<(f64, usize, u8)> = None;
+                    for (i, &cur) in choice.iter().enumerate() {
+                        for o in 0..2u8 {
+                            let saved =
+                                self.members[i].0[cur as usize].0 - self.members[i].0[o as usize].0;
+                            if saved > 0.0 {
+                                let per = (cost(i, o as usize) - cost(i, cur as usize)) / saved;
+                                if best.is_none_or(|(b, _, _)| per < b) {
+                                    best = Some((per, i, o));
+                                }
+                            }
+                        }
+                    }
+                    let (_, i, o) = best?;
+                    total -=
+                        self.members[i].0[choice[i] as usize].0 - self.members[i].0[o as usize].0;
+                    choice[i] = o;
+                }
+                choice
+            }
+        };
+        let (mut ln_k, mut drift, mut slope) = (0.0, 0.0, 0.0);
+        for (i, &o) in choice.iter().enumerate() {
+            let (rho, k) = self.members[i].0[o as usize];
+            ln_k += k;
+            drift += rho * weight[i];
+            slope += rho;
+        }
+        if self.rate < slope {
+            return None;
+        }
+        let lift: f64 = self.caps.iter().map(|(cap, s)| cap * st.of(*s)).sum();
+        let v = ln_k - theta * (self.rate * n_s - drift + c + lift);
+        v.is_finite().then_some((v, choice))
+    }
+}
+
+/// An upstream queue's lump: its backlog plus its relayed flows' arrivals over the window.
+#[derive(Debug, Clone)]
+pub(super) struct UpLump {
+    /// the relayed flows' windows: (pair at their grid point, θ there, Hölder scale)
+    pub relayed: Vec<(Pair, f64, f64)>,
+    /// the queue's own walk at θ': relayed flows from 0, the others from the window's end
+    pub inner: Walker,
+    /// ln E of the inner walk's own lumps (its dependent members)
+    pub inner_lumps: f64,
+    /// its rate [work/step]
+    pub rate: f64,
+    /// ln of its utilisation by the levels concerned
+    pub ln_util: f64,
+    /// θ' [1/work]
+    pub theta_tail: f64,
+    /// growth per step of window of the relayed windows' part (largest options)
+    pub window_growth: f64,
+    /// θ'·Σρ of the relayed flows at θ' (largest options): the growth of ln G per step
+    pub tail_growth: f64,
+}
+
+impl UpLump {
+    /// ln G: the Doob bound's prefactor of the queue's walk for a window of `w` steps.
+    fn ln_g(&self, w: f64) -> Option<f64> {
+        let (walk, _) = self.inner.eval(
+            self.theta_tail,
+            w + 1.0,
+            -self.rate * w,
+            &Starts { m: 0.0, a: 0.0, w },
+            None,
+        )?;
+        Some(walk + self.inner_lumps)
+    }
+
+    /// ln E[e^{θ L}] for a window of `w` steps (parent module docs, "Two queues").
+    fn value(&self, theta: f64, w: f64) -> Option<f64> {
+        let ln_r: f64 = self
+            .relayed
+            .iter()
+            .map(|(p, th, scale)| scale * window(p, *th, w))
+            .sum();
+        let ln_i = ln_tail_integral(self.ln_util, self.ln_g(w)?, theta, self.theta_tail);
+        let v = log_sum_exp(&[ln_r, ln_i]);
+        v.is_finite().then_some(v)
+    }
+
+    /// An upper bound on the growth of [`UpLump::value`] per step of window for windows of
+    /// `w` steps and more. The tail integral I = U(c·(G/U)^r − 1) (r = θ/θ', c = θ'/(θ' − θ))
+    /// once G > U, whose elasticity in G is rX/(X − 1) ≤ 1 with X = c(G/U)^r, falling as G
+    /// grows (G grows with the window); G itself grows at most at `tail_growth`.
+    fn growth(&self, theta: f64, w: f64) -> Option<f64> {
+        let ln_g = self.ln_g(w)?;
+        let r = theta / self.theta_tail;
+        let elasticity = if ln_g > self.ln_util {
+            let ln_x =
+                (self.theta_tail / (self.theta_tail - theta)).ln() + r * (ln_g - self.ln_util);
+            // rX/(X − 1) = r/(1 − 1/X)
+            r / -(-ln_x).exp_m1()
+        } else {
+            1.0
+        };
+        Some(
+            self.window_growth
+                .max(elasticity.min(1.0) * self.tail_growth),
+        )
+    }
+}
+
+/// ln of the least of the supermartingales' bounds on E[e^{θ A}] over a window of `w` steps.
+fn window(p: &Pair, theta: f64, w: f64) -> f64 {
+    p.iter()
+        .map(|(rho, ln_k)| ln_k + theta * rho * w)
+        .fold(f64::INFINITY, f64::min)
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum LumpKind {
+    /// a flow's arrivals over the window
+    Window(Pair),
+    Up(Box<UpLump>),
+    /// a dependent member's excess over its capacity: ln E, fixed
+    Const(f64),
+}
+
+/// A lump evaluated at θ_at (its Hölder component's grid point, or the walk's) and scaled by
+/// θ/θ_at.
+#[derive(Debug, Clone)]
+pub(super) struct Lump {
+    pub kind: LumpKind,
+    pub theta_at: f64,
+    pub scale: f64,
+}
+
+/// ln E[e^{θ Σ lumps}] for a window of `w` steps.
+pub(super) fn lumps_value(lumps: &[Lump], w: f64) -> Option<f64> {
+    let mut total = 0.0;
+    for l in lumps {
+        total += l.scale
+            * match &l.kind {
+                LumpKind::Window(p) => window(p, l.theta_at, w),
+                LumpKind::Up(u) => u.value(l.theta_at, w)?,
+                LumpKind::Const(v) => *v,
+            };
+    }
+    total.is_finite().then_some(total)
+}
+
+/// An upper bound on the growth of [`lumps_value`] per step of window, for windows of `w`
+/// steps and more.
+pub(super) fn lumps_growth(lumps: &[Lump], w: f64) -> Option<f64> {
+    let mut g = 0.0;
+    for l in lumps {
+        g += l.scale
+            * match &l.kind {
+                LumpKind::Window(p) => l.theta_at * p[0].0.max(p[1].0),
+                LumpKind::Up(u) => u.growth(l.theta_at, w)?,
+                LumpKind::Const(_) => 0.0,
+            };
+    }
+    Some(g)
+}

@@ -1,0 +1,211 @@
+//! `tailbound vdc check|alloc|serve` and `tailbound enforcer`: the operator's VDC files, the
+//! controller and an enforcer in front of a real memcached, as separate processes.
+
+use crate::common::{json, stderr, tailbound};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tailbound_allocation::Datacenter;
+use tailbound_cli::report::VdcAllocReport;
+use tailbound_control::protocol::Status;
+use tailbound_dataplane::memcache::server::available;
+use tailbound_dataplane::memcache::{Memcached, MemcachedOptions};
+
+const EXAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../allocation/examples/vdc.toml"
+);
+
+#[test]
+fn vdc_check_shows_paths_and_names_bad_fields() {
+    let dc: Datacenter = json(&["vdc", "check", EXAMPLE, "--json"]);
+    assert_eq!((dc.tenants.len(), dc.flows.len()), (2, 4));
+    let out = tailbound(&["vdc", "check", EXAMPLE]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("enc(enc) → s1.up(b1.up) → s0.down → kv(kv)"),
+        "{text}"
+    );
+    assert!(text.contains("4 flows: valid"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    let spec = std::fs::read_to_string(EXAMPLE)
+        .unwrap()
+        .replace("guarantee = 8e7", "guarantee = -8e7");
+    std::fs::write(&bad, spec).unwrap();
+    let out = tailbound(&["vdc", "check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("bad.toml") && e.contains("\"C\"") && e.contains("-80000000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn vdc_alloc_reports_both_steps_and_fails_on_overcommitted_guarantees() {
+    let r: VdcAllocReport = json(&["vdc", "alloc", EXAMPLE, "--demand", "B/b1-kv=1e8", "--json"]);
+    let b1 = &r.flows[0];
+    assert_eq!(b1.flow, "B/b1-kv");
+    // it asked for 1e8 on every hop and gets it, 8e7 of it guaranteed
+    assert!(
+        b1.hops.iter().all(|h| h.demand == 1e8 && h.rate == 1e8),
+        "{b1:?}"
+    );
+    assert!(
+        b1.hops.iter().all(|h| (h.local - 8e7).abs() < 1.0),
+        "{b1:?}"
+    );
+    assert!(r
+        .resources
+        .iter()
+        .all(|x| x.allocated <= x.capacity * (1.0 + 1e-9)));
+    assert!(r.overcommitted.is_empty());
+    let out = tailbound(&["vdc", "alloc", EXAMPLE, "--demand", "B/nope=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("flows: B/b1-kv, B/b2-kv, C/c1-c2, C/c1-kv"),
+        "{}",
+        stderr(&out)
+    );
+    // guarantees beyond the store's configured capacity cannot all be met: exit 1
+    let dir = tempfile::tempdir().unwrap();
+    let over = dir.path().join("over.toml");
+    let spec = std::fs::read_to_string(EXAMPLE)
+        .unwrap()
+        .replace("guarantee = 8e7", "guarantee = 3.5e8")
+        .replace("link = 1e8", "link = 1e9");
+    std::fs::write(&over, spec).unwrap();
+    let out = tailbound(&["vdc", "alloc", over.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r: VdcAllocReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r.overcommitted, ["kv"]);
+}
+
+/// A child process killed when dropped (a failing test leaves nothing behind).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Running {
+    fn spawn(args: &[&str]) -> Running {
+        let child = Command::new(env!("CARGO_BIN_EXE_tailbound"))
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+
+    /// stderr lines until one contains `until` (bounded by time).
+    fn lines_until(&mut self, until: &str) -> Vec<String> {
+        let err = self.0.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+                let done = l.contains(until);
+                lines.push(l);
+                if done {
+                    return lines;
+                }
+            }
+        }
+        panic!("no {until:?} on stderr: {lines:?}");
+    }
+
+    /// SIGTERM, then the exit code (bounded wait).
+    fn stop(mut self) -> Option<i32> {
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.0.try_wait() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+/// The address after `on ` in a line like `... on 127.0.0.1:1234 ...` or `on http://...`.
+fn addr_in(line: &str) -> String {
+    let rest = line.split(" on ").nth(1).unwrap();
+    let rest = rest.trim_start_matches("http://");
+    rest.split([' ', ',']).next().unwrap().to_string()
+}
+
+fn http_get(addr: &str, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split("\r\n\r\n").nth(1).unwrap().to_string()
+}
+
+#[test]
+fn controller_and_enforcer_serve_a_tenant_and_stop_cleanly() {
+    if !available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "memcached is not installed"
+        );
+        eprintln!("skipped: memcached is not installed");
+        return;
+    }
+    let mc = Memcached::start(&MemcachedOptions::default()).unwrap();
+    let mut ctl = Running::spawn(&["vdc", "serve", EXAMPLE, "--listen", "127.0.0.1:0"]);
+    let line = ctl.lines_until("controller:").pop().unwrap();
+    let ctl_addr = addr_in(&line);
+    let backend = mc.addr().to_string();
+    let url = format!("http://{ctl_addr}");
+    let mut enf = Running::spawn(&[
+        "enforcer",
+        "--backend",
+        &backend,
+        "--controller",
+        &url,
+        "--listen",
+        "C/c1-kv=127.0.0.1:0",
+        "--id",
+        "kv-1",
+    ]);
+    let lines = enf.lines_until("registered");
+    let port_line = lines.iter().find(|l| l.contains("C/c1-kv on")).unwrap();
+    let mut c = std::net::TcpStream::connect(addr_in(port_line)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"set k 0 0 2\r\nhi\r\nget k\r\n").unwrap();
+    let want = b"STORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n";
+    let mut got = vec![0; want.len()];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, want);
+    let status: Status = serde_json::from_str(&http_get(&ctl_addr, "/v1/status")).unwrap();
+    assert_eq!(status.enforcers[0].id, "kv-1");
+    assert_eq!(status.enforcers[0].flows, ["C/c1-kv"]);
+    assert_eq!(enf.stop(), Some(0));
+    assert_eq!(ctl.stop(), Some(0));
+}

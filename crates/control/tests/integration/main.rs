@@ -1,0 +1,3 @@
+//! The controller's HTTP service with its own client, over loopback.
+
+mod http;
