@@ -742,37 +742,17 @@ impl<'a> Analysis<'a> {
     /// Why flow `f` has no bound: the most loaded queue of its path.
     fn overload_reason(&self, f: usize) -> String {
         let lvl = self.level[f];
-        let mut worst: Option<(f64, usize, f64)> = None;
-        for &q in &self.net.flows[f].path {
-            let load: f64 = self
-                .at_queue(q, lvl, usize::MAX)
-                .map(|g| self.env[g].env.mean_work_per_step() / self.step_s)
-                .sum();
-            let rate = self.net.queues[q].rate;
-            if !matches!(worst, Some((u, _, _)) if load / rate <= u) {
-                worst = Some((load / rate, q, load));
-            }
-        }
-        match worst {
-            Some((u, q, load)) => {
-                let name = &self.net.queues[q].name;
-                let rate = self.net.queues[q].rate;
-                if u >= 1.0 {
-                    format!(
-                        "queue {name}: load {load:.4e} ≥ capacity {rate:.4e} [work/s] \
-                         (flows of priority ≤ {lvl})"
-                    )
-                } else {
-                    format!(
-                        "queue {name}: mean load {load:.4e} of capacity {rate:.4e} [work/s] \
-                         ({:.1}%), but the bursts leave no θ with a finite bound at this \
-                         percentile",
-                        100.0 * u
-                    )
-                }
-            }
-            None => "flow crosses no queue".into(),
-        }
+        crate::snc::most_loaded_queue(
+            self.net,
+            &self.net.flows[f].path,
+            lvl,
+            "no θ with a finite bound",
+            |q| {
+                self.at_queue(q, lvl, usize::MAX)
+                    .map(|g| self.env[g].env.mean_work_per_step() / self.step_s)
+                    .sum()
+            },
+        )
     }
 
     // -----------------------------------------------------------------------------------------

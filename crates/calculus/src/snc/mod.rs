@@ -35,6 +35,7 @@ pub use algebra::{
     Algebra, ConvolutionRule, Deps, Eval, LatencyProblem, MgfArrival, MgfService, RhoSigma,
 };
 pub use mmpp::{perron_root, MmppBound};
+pub(crate) use network::most_loaded_queue;
 pub use network::Analysis;
 pub use search::Minimum;
 

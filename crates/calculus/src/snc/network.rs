@@ -215,40 +215,21 @@ impl<'a> Analysis<'a> {
     /// sees against the capacity).
     pub fn overload_reason(&self, f: usize) -> String {
         let lvl = self.level[f];
-        let mut worst: Option<(f64, usize, f64)> = None;
-        for &q in &self.net.flows[f].path {
-            let load: f64 = self
-                .net
-                .flows
-                .iter()
-                .enumerate()
-                .filter(|(g, fl)| (*g == f || self.level[*g] <= lvl) && fl.path.contains(&q))
-                .filter_map(|(_, fl)| fl.mmpp.as_ref().map(|m| m.mean_work_per_s()))
-                .sum();
-            let rate = self.net.queues[q].rate;
-            if !matches!(worst, Some((u, _, _)) if load / rate <= u) {
-                worst = Some((load / rate, q, load));
-            }
-        }
-        match worst {
-            Some((u, q, load)) => {
-                let name = &self.net.queues[q].name;
-                let rate = self.net.queues[q].rate;
-                if u >= 1.0 {
-                    format!(
-                        "queue {name}: load {load:.4e} ≥ capacity {rate:.4e} [work/s] \
-                         (flows of priority ≤ {lvl})"
-                    )
-                } else {
-                    format!(
-                        "queue {name}: mean load {load:.4e} of capacity {rate:.4e} [work/s] \
-                         ({:.1}%), but the bursts leave no stable θ at this percentile",
-                        100.0 * u
-                    )
-                }
-            }
-            None => "flow crosses no queue".into(),
-        }
+        most_loaded_queue(
+            self.net,
+            &self.net.flows[f].path,
+            lvl,
+            "no stable θ",
+            |q| {
+                self.net
+                    .flows
+                    .iter()
+                    .enumerate()
+                    .filter(|(g, fl)| (*g == f || self.level[*g] <= lvl) && fl.path.contains(&q))
+                    .filter_map(|(_, fl)| fl.mmpp.as_ref().map(|m| m.mean_work_per_s()))
+                    .sum()
+            },
+        )
     }
 
     fn enter(&mut self, key: &Key) -> Result<(), CalculusError> {
@@ -551,4 +532,44 @@ impl<'a> Analysis<'a> {
 
 fn empty_path(net: &Network, f: usize) -> CalculusError {
     CalculusError::Invalid(format!("flow {:?} crosses no queue", net.flows[f].name))
+}
+
+/// Why a flow of priority `level` along `path` has no bound, told by the most loaded queue of
+/// its path (`load(q)`: the mean work per second that queue serves before or with the flow):
+/// overloaded, or loaded below capacity but too bursty for any θ (`no_theta` says which kind
+/// of θ is missing: the SNC analyses phrase it differently).
+pub(crate) fn most_loaded_queue(
+    net: &Network,
+    path: &[usize],
+    level: u32,
+    no_theta: &str,
+    load: impl Fn(usize) -> f64,
+) -> String {
+    let mut worst: Option<(f64, usize, f64)> = None;
+    for &q in path {
+        let load = load(q);
+        let rate = net.queues[q].rate;
+        if !matches!(worst, Some((u, _, _)) if load / rate <= u) {
+            worst = Some((load / rate, q, load));
+        }
+    }
+    match worst {
+        Some((u, q, load)) => {
+            let name = &net.queues[q].name;
+            let rate = net.queues[q].rate;
+            if u >= 1.0 {
+                format!(
+                    "queue {name}: load {load:.4e} ≥ capacity {rate:.4e} [work/s] \
+                     (flows of priority ≤ {level})"
+                )
+            } else {
+                format!(
+                    "queue {name}: mean load {load:.4e} of capacity {rate:.4e} [work/s] \
+                     ({:.1}%), but the bursts leave {no_theta} at this percentile",
+                    100.0 * u
+                )
+            }
+        }
+        None => "flow crosses no queue".into(),
+    }
 }
