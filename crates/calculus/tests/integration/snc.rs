@@ -81,9 +81,10 @@ fn golden_grid_reproduces_snc_calculator() {
             "{name}: grid {ours} vs golden {total}"
         );
         assert!(g.meets_slo, "{name} meets its SLO in the original");
-        // Brent with the exact tandem of links is never looser
+        // Brent with the exact tandem of links is never looser, but for its θ landing on the
+        // shared grid (`snc::search`: within a few 1e-6 here)
         assert!(
-            secs(&b.total) <= ours * (1.0 + 1e-6),
+            secs(&b.total) <= ours * (1.0 + 2e-5),
             "{name}: brent {:?}",
             b.total
         );
@@ -574,7 +575,7 @@ proptest! {
         }
         let p = alg.latency(&arrivals[0], &svc, eps);
         for rule in [ConvolutionRule::Exact, ConvolutionRule::Original] {
-            let ev = Eval { hoelder: &[], convolution: rule };
+            let ev = Eval { hoelder: &[], convolution: rule, tabulated: false };
             let g = search::grid(|t| p.steps_at(t, &ev));
             let b = search::brent(|t| p.steps_at(t, &ev), p.theta_sup(&ev));
             match (g, b) {
