@@ -44,7 +44,8 @@
 //! evaluation at a grid point reads them (exact, and cheap). With [`Eval::tabulated`], such an
 //! arrival is read between grid points by cubic interpolation in ln θ over the four nearest
 //! points (exact where every one is defined; at the domain's edges, where a neighbour is
-//! undefined, the exact value is computed instead). An interpolated value is a guide for the θ
+//! undefined, and within a factor 2 of the pole of an MGF below, the exact value is computed
+//! instead). An interpolated value is a guide for the θ
 //! search only, not a bound: the search evaluates exactly at the grid points around the
 //! minimum it finds (see `search`).
 
@@ -169,6 +170,9 @@ struct ArrivalNode {
     deps: Deps,
     /// no Hölder operator below: the value depends on θ (and the convolution rule) only
     fixed: bool,
+    /// supremum of θ where the MGFs below are finite, with every Hölder exponent 1 (the
+    /// domain of a `fixed` arrival)
+    sup: f64,
     /// exact values at the shared grid's points under [`ConvolutionRule::Exact`] (module docs)
     grid: Mutex<GridValues>,
 }
@@ -184,10 +188,18 @@ impl ArrivalNode {
                 total.0.fixed && parts.iter().all(|a| a.0.fixed)
             }
         };
+        let sup = match &kind {
+            ArrivalKind::Mmpp(m) => m.theta_sup(),
+            ArrivalKind::Sum(parts) => parts.iter().map(|a| a.0.sup).fold(f64::INFINITY, f64::min),
+            ArrivalKind::Aggregate(a, b, _) => a.0.sup.min(b.0.sup),
+            ArrivalKind::Output(a, s, _) => a.0.sup.min(s.0.sup),
+            ArrivalKind::Difference(total, _) => total.0.sup,
+        };
         ArrivalNode {
             kind,
             deps,
             fixed,
+            sup,
             grid: Mutex::new(GridValues::default()),
         }
     }
@@ -300,6 +312,8 @@ struct ServiceNode {
     deterministic: bool,
     /// no Hölder operator below (see [`ArrivalNode::fixed`])
     fixed: bool,
+    /// see [`ArrivalNode::sup`]
+    sup: f64,
 }
 
 impl ServiceNode {
@@ -309,11 +323,17 @@ impl ServiceNode {
             ServiceKind::Leftover(s, a, slot) => slot.is_none() && s.0.fixed && a.0.fixed,
             ServiceKind::Convolution(s, t, slot) => slot.is_none() && s.0.fixed && t.0.fixed,
         };
+        let sup = match &kind {
+            ServiceKind::Constant(_) => f64::INFINITY,
+            ServiceKind::Leftover(s, a, _) => s.0.sup.min(a.0.sup),
+            ServiceKind::Convolution(s, t, _) => s.0.sup.min(t.0.sup),
+        };
         ServiceNode {
             kind,
             deps,
             deterministic,
             fixed,
+            sup,
         }
     }
 }
@@ -414,6 +434,10 @@ impl MgfArrival {
             return self.exact(theta, ev);
         }
         let i = lo as i32;
+        // near an MGF's pole the values blow up faster than a cubic follows
+        if 2.0 * grid_theta(i + 2) > self.0.sup {
+            return self.exact(theta, ev);
+        }
         if t < 1e-9 || t > 1.0 - 1e-9 {
             return self.at_point(if t < 0.5 { i } else { i + 1 }, ev);
         }

@@ -70,6 +70,8 @@ pub struct Analysis<'a> {
     /// (queue, level): the sum of the sources of every flow that starts at the queue with
     /// priority ≤ level, when they are mutually independent (see [`Self::by_difference`])
     totals: HashMap<(usize, u32), Option<MgfArrival>>,
+    /// whether groups of sources are built as a shared total less the rest
+    use_totals: bool,
     services: HashMap<Key, MgfService>,
     arrivals: HashMap<Key, MgfArrival>,
     active: HashSet<Key>,
@@ -155,10 +157,19 @@ impl<'a> Analysis<'a> {
             link,
             at_queue,
             totals: HashMap::new(),
+            use_totals: true,
             services: HashMap::new(),
             arrivals: HashMap::new(),
             active: HashSet::new(),
         })
+    }
+
+    /// This analysis with every group of sources aggregated member by member instead of as a
+    /// queue's shared total less the rest (`false`): the reference the totals are checked
+    /// against.
+    pub fn with_totals(mut self, on: bool) -> Analysis<'a> {
+        self.use_totals = on;
+        self
     }
 
     /// The time step of the analysis [s].
@@ -441,7 +452,11 @@ impl<'a> Analysis<'a> {
         prev: Option<usize>,
     ) -> Result<MgfArrival, CalculusError> {
         if prev.is_none() {
-            if let Some(a) = self.by_difference(members) {
+            if let Some(a) = self
+                .use_totals
+                .then(|| self.by_difference(members))
+                .flatten()
+            {
                 return Ok(a);
             }
             let srcs: Vec<MgfArrival> = members
