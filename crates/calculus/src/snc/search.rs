@@ -21,8 +21,8 @@
 //!   exactly at the four grid points around the minimum it found (θ_{i−1} … θ_{i+2} with
 //!   θ_i ≤ θ* < θ_{i+1}, where every arrival's exact value is cached) and, where the parabola
 //!   through the best one and its neighbours says the minimum between them is lower by more
-//!   than 1e-4 (sharp curvature near an MGF's pole, or a neighbour undefined) or where they
-//!   are all above the interpolated minimum by more than 1e-4 (a kink), at θ* as well;
+//!   than 4e-4 (sharp curvature near an MGF's pole, or a neighbour undefined) or where they
+//!   are all above the interpolated minimum by more than 4e-4 (a kink), at θ* as well;
 //!   the lowest is the bound: always an exact d(θ) at the chosen θ and Hölder exponents, a
 //!   valid bound whatever the interpolation did. Half a
 //!   grid step (1/256 decade) from the continuous minimum costs about (ln 10/256)²/2 ≈ 4e-5
@@ -232,7 +232,7 @@ pub fn minimise(
             .copied()
             .min_by(|a, b| a.1.total_cmp(&b.1));
         // where d curves sharply (near the MGF's pole) or a neighbour is undefined, the
-        // minimum between grid points may be lower by more than 1e-4: evaluate there too
+        // minimum between grid points may be lower by more than 4e-4: evaluate there too
         let k = pts
             .iter()
             .enumerate()
@@ -243,14 +243,14 @@ pub fn minimise(
             Some(k) if k >= 1 && k + 1 < pts.len() => match (pts[k - 1], pts[k], pts[k + 1]) {
                 (Some(l), Some(c), Some(r)) => {
                     let curv = l.1 - 2.0 * c.1 + r.1;
-                    curv > 0.0 && (r.1 - l.1).powi(2) / (8.0 * curv) > 1e-4 * c.1
+                    curv > 0.0 && (r.1 - l.1).powi(2) / (8.0 * curv) > 4e-4 * c.1
                 }
                 _ => true,
             },
             _ => true,
         };
         // and where the grid's best is above the interpolated minimum (a kink between points)
-        let above = best.is_none_or(|b| b.1 > m.steps * (1.0 + 1e-4));
+        let above = best.is_none_or(|b| b.1 > m.steps * (1.0 + 4e-4));
         if sharp || above {
             if let Some(p) = at(m.theta) {
                 if best.is_none_or(|b| p.1 < b.1) {
