@@ -243,8 +243,7 @@ impl GridValues {
         }
         if i < self.base {
             let grow = (self.base - i) as usize;
-            self.values
-                .splice(0..0, std::iter::repeat(UNKNOWN).take(grow));
+            self.values.splice(0..0, std::iter::repeat_n(UNKNOWN, grow));
             self.base = i;
         }
         let k = (i - self.base) as usize;
@@ -438,7 +437,7 @@ impl MgfArrival {
         if 2.0 * grid_theta(i + 2) > self.0.sup {
             return self.exact(theta, ev);
         }
-        if t < 1e-9 || t > 1.0 - 1e-9 {
+        if !(1e-9..=1.0 - 1e-9).contains(&t) {
             return self.at_point(if t < 0.5 { i } else { i + 1 }, ev);
         }
         let Some(pts) = self.at_grid(i - 1, ev) else {
