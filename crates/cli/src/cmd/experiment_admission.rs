@@ -251,7 +251,7 @@ fn table(r: &AdmissionResult) -> String {
     }
     if let Some(ratio) = r.summary.ratio {
         out += &format!(
-            "snc-meister admits {ratio:.2}× the tenants of the best other policy ({:.2}× the bytes)\n",
+            "snc-meister admits {ratio:.2}× the tenants of the best DNC policy ({:.2}× the bytes)\n",
             r.summary.bytes_ratio.unwrap_or(f64::NAN)
         );
     }
