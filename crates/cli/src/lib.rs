@@ -80,6 +80,10 @@ pub enum Command {
     /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
     #[command(subcommand)]
     Enforce(cmd::enforce::EnforceCommand),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the man pages of tailbound and every command to a folder
+    Man(cmd::docs::ManArgs),
 }
 
 /// Runs one parsed command.
@@ -99,6 +103,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Testbed(c) => cmd::testbed::run(c),
         Command::Vdc(c) => cmd::vdc::run(c),
         Command::Enforce(c) => cmd::enforce::run(c),
+        Command::Completions(a) => cmd::docs::completions(a),
+        Command::Man(a) => cmd::docs::man(a),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod bound;
 pub mod curve;
 pub mod demo;
+pub mod docs;
 pub mod enforce;
 pub mod enforcer;
 pub mod experiment;

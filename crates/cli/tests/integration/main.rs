@@ -7,6 +7,7 @@ mod catalogue;
 mod common;
 mod curve;
 mod demo;
+mod docs;
 mod enforce;
 mod errors;
 mod experiment;
