@@ -10,6 +10,7 @@ mod demo;
 mod enforce;
 mod errors;
 mod experiment;
+mod memory;
 mod place;
 mod probe;
 mod simulate;
