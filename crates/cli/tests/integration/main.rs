@@ -6,6 +6,7 @@ mod bound;
 mod catalogue;
 mod common;
 mod curve;
+mod decisions_fuzz;
 mod demo;
 mod enforce;
 mod errors;
