@@ -70,7 +70,9 @@ fn load(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    // ~10% of the edited files are accepted (most edits break a cross-reference): enough
+    // cases that dozens round-trip
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn own_toml_and_json(text in mutated(OWN)) {
@@ -82,6 +84,11 @@ proptest! {
             prop_assert_eq!(back.map(|b| b.network), Some(s.network));
         }
     }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
     fn own_json(text in mutated(&OWN_JSON)) {
