@@ -20,8 +20,8 @@
 //! the datacenter would make it quadratic. Instantaneous catch-ups (the jump above) are
 //! resolved at fixed `λ` with the same events, so nothing exceeds capacity during them.
 //!
-//! The level is a double-double ([`Level`]) and a tenant restarts a little after the level of
-//! its catch-up ([`after`]): at weights and demands ~10⁵ apart a tenant's μ can grow ~10¹⁵
+//! The level is a double-double (`Level`) and a tenant restarts a little after the level of
+//! its catch-up (`after`): at weights and demands ~10⁵ apart a tenant's μ can grow ~10¹⁵
 //! times faster than `λ`, which an f64 level cannot follow (issue 27).
 //!
 //! With one flow per tenant this is exactly weighted DRF (a property test checks it).
