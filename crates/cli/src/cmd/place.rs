@@ -112,8 +112,7 @@ fn first_half(trace: &tailbound_trace::Trace, origin: &str) -> anyhow::Result<Ve
 }
 
 fn read_csv(path: &Path) -> anyhow::Result<Vec<Input>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = super::read_input(path, "workloads")?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
     for w in parse_workloads_csv(path, &text)? {
