@@ -122,8 +122,7 @@ fn part_of(
 }
 
 fn read_csv(path: &Path, part: Part) -> anyhow::Result<Vec<Input>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = super::read_input(path, "workloads")?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
     for w in parse_workloads_csv(path, &text)? {

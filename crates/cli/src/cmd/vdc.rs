@@ -5,7 +5,7 @@
 //!   both allocation steps (local per tenant, global over spare capacity) with every flow
 //!   backlogged unless its demand is given; exit 1 when guarantees exceed a resource.
 //! * `tailbound vdc serve VDC_FILE --listen ADDR` — Pulsar's controller as a service for the
-//!   enforcers (`tailbound enforcer --controller URL`); protocol in `tailbound_control`.
+//!   enforcers (`tailbound vdc enforcer --controller URL`); protocol in `tailbound_control`.
 
 use super::print_json;
 use crate::report::{VdcAllocFlow, VdcAllocHop, VdcAllocReport, VdcAllocResource};
@@ -33,6 +33,8 @@ pub enum VdcCommand {
     Alloc(AllocArgs),
     /// Run Pulsar's controller for a VDC file, serving the enforcers over HTTP/JSON
     Serve(ServeArgs),
+    /// Run Pulsar's rate enforcer as a proxy in front of a memcached
+    Enforcer(super::enforcer::EnforcerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -124,14 +126,14 @@ pub fn run(c: VdcCommand) -> anyhow::Result<Outcome> {
         VdcCommand::Check(a) => check(a),
         VdcCommand::Alloc(a) => alloc(a),
         VdcCommand::Serve(a) => serve(a),
+        VdcCommand::Enforcer(a) => super::enforcer::run(a),
     }
 }
 
 /// Reads and compiles a VDC file; errors name the file, tenant and field.
 pub fn load_vdc(path: &Path) -> anyhow::Result<Datacenter> {
     let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read VDC file {name}"))?;
+    let text = super::read_input(path, "VDC file")?;
     let (_, dc) = VdcSpec::parse(&name, &text)?;
     Ok(dc)
 }
