@@ -36,14 +36,21 @@ pub struct BoundArgs {
     /// (the original SNC-Meister's coarse-to-fine sweep); snc-martingale searches its own grid
     #[arg(long, default_value = "brent")]
     pub theta: ThetaSearch,
+    /// the part of each trace that characterizes its tenant: whole or first-half; default the
+    /// whole trace for an SNC-Meister topology, a tailbound scenario's `[characterize] part`
+    #[arg(long, value_name = "PART", value_parser = crate::args::characterize())]
+    pub characterize: Option<tailbound_trace::Part>,
     /// print JSON on stdout
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
-    let scenario = tailbound_scenario::load(&a.scenario)
+    let part = super::characterized_part(&a.scenario, a.characterize)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
+    let scenario =
+        tailbound_scenario::load_part(&a.scenario, tailbound_scenario::Models::Fitted, part)
+            .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let opts = BoundOptions {
         theta: a.theta,
         percentile: a.percentile,
