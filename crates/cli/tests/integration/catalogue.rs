@@ -1104,12 +1104,13 @@ fn files_appear_whole_or_not_at_all() {
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
-    let status = child.wait().unwrap();
+    // the exit status is not part of the invariant: a signal that lands after the rename
+    // still ends the process by the signal, with the file already whole in place
+    child.wait().unwrap();
     if target.exists() {
         let text = std::fs::read_to_string(&target).unwrap();
         let t = tailbound_trace::parse_trace("gen.csv", text.as_bytes()).unwrap();
         assert!(t.requests.len() > 990_000, "{}", t.requests.len());
-        assert!(status.success(), "{status:?}");
     }
     let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
