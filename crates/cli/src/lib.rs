@@ -81,6 +81,12 @@ pub enum Command {
     /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
     #[command(subcommand)]
     Enforce(cmd::enforce::EnforceCommand),
+    /// Run the controller service: tenants admitted and placed one at a time over HTTP/JSON,
+    /// state in SQLite
+    Serve(cmd::serve::ServeArgs),
+    /// Add, remove and list tenants of a running service (`tailbound serve`)
+    #[command(subcommand)]
+    Tenant(cmd::tenant::TenantCommand),
 }
 
 /// Runs one parsed command.
@@ -101,6 +107,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Vdc(c) => cmd::vdc::run(c),
         Command::Enforcer(a) => cmd::enforcer::run(a),
         Command::Enforce(c) => cmd::enforce::run(c),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Tenant(c) => cmd::tenant::run(c),
     }
 }
 

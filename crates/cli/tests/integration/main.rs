@@ -12,6 +12,7 @@ mod errors;
 mod experiment;
 mod place;
 mod probe;
+mod serve;
 mod simulate;
 mod testbed;
 mod trace;
