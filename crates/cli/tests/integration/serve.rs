@@ -131,6 +131,12 @@ fn kill_9_during_a_burst_of_arrivals_loses_nothing_acknowledged() {
             .1;
         (t, d)
     });
+    eprintln!(
+        "{} of {n} arrivals answered before the kill ({} admitted); {} decisions in the log after the restart",
+        acked.len(),
+        acked.values().filter(|d| d.admitted).count(),
+        log.len()
+    );
     // every acknowledged decision is in the log, unchanged
     let logged: BTreeMap<String, &Decision> = log.iter().map(|d| (d.tenant.clone(), d)).collect();
     for (name, d) in &acked {

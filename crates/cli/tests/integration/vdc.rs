@@ -2,8 +2,8 @@
 //! controller and an enforcer in front of a real memcached, as separate processes.
 
 use crate::common::{addr_in, json, stderr, tailbound, Running};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::time::Duration;
 use tailbound_allocation::Datacenter;
 use tailbound_cli::report::VdcAllocReport;
 use tailbound_control::protocol::Status;
