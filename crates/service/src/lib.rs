@@ -11,7 +11,7 @@
 //! * [`store`]: SQLite (WAL, `synchronous = FULL`, a `schema_version` migration table).
 //! * [`server`]: the axum routes, tokens (admin and per tenant, stored as SHA-256 digests),
 //!   the body-size and request-rate limits, `/healthz`, `/metrics` ([`metrics`]),
-//!   `/openapi.json` ([`openapi`]).
+//!   `/openapi.json` ([`openapi`]), the read-only status page `/status` ([`status`]).
 //! * [`client`]: a hyper client of the routes (`tailbound tenant`, tests).
 //!
 //! What is not here: the policies and the calculus (their crates), characterizing traces
@@ -26,6 +26,7 @@ pub mod error;
 pub mod metrics;
 pub mod openapi;
 pub mod server;
+pub mod status;
 pub mod store;
 
 pub use error::ServiceError;

@@ -70,6 +70,7 @@ pub fn document() -> Value {
         "paths": {
             "/healthz": {"get": op("Liveness and the state's size", false, None, ("200", "Health"), &[])},
             "/metrics": {"get": {"summary": "Prometheus metrics (text format 0.0.4)", "responses": {"200": {"description": "metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+            "/status": {"get": {"summary": "Read-only status page: tenants' bounds against their SLOs, queue loads and headroom, recent decisions", "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
             "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.0 document", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
             "/v1/hosts": {
                 "get": op("Registered hosts", true, None, ("200", "Hosts"), &[401]),

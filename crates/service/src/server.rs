@@ -6,7 +6,8 @@
 //! Authentication: `Authorization: Bearer TOKEN`, the admin token or a tenant's own (handed
 //! out once, when it was admitted). Every route under `/v1` needs one; mutating routes answer
 //! 401 without a valid token; a tenant's token sees and departs only its own tenancy (403 for
-//! another's). `/healthz`, `/metrics` and `/openapi.json` are open.
+//! another's). `/healthz`, `/metrics`, `/openapi.json` and the read-only status page
+//! `/status` are open.
 
 use crate::api::{Admitted, DecisionKind, Health, NewHost, NewTenant};
 use crate::auth;
@@ -34,6 +35,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/healthz"),
     ("get", "/metrics"),
     ("get", "/openapi.json"),
+    ("get", "/status"),
     ("get", "/v1/hosts"),
     ("post", "/v1/hosts"),
     ("get", "/v1/tenants"),
@@ -400,6 +402,35 @@ async fn metrics(State(s): Shared) -> Answer {
         .into_response())
 }
 
+/// Decisions the status page lists.
+const STATUS_DECISIONS: u64 = 20;
+
+async fn status(State(s): Shared) -> Answer {
+    let s2 = s.clone();
+    let page = blocking(move || {
+        let mut inner = s2.inner();
+        let seq = inner.engine.seq();
+        let bounds = match inner.bounds.take() {
+            Some((at, b)) if at == seq => b,
+            _ => inner.engine.bounds()?,
+        };
+        let decisions = inner.store.recent_decisions(STATUS_DECISIONS)?;
+        let policy = inner.engine.policy().to_string();
+        let page = crate::status::render(&crate::status::StatusView {
+            policy: &policy,
+            seq,
+            hosts: inner.engine.hosts(),
+            bounds: &bounds,
+            loads: &inner.engine.link_loads(),
+            decisions: &decisions,
+        });
+        inner.bounds = Some((seq, bounds));
+        Ok(page)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response())
+}
+
 async fn openapi() -> Answer {
     json(StatusCode::OK, &crate::openapi::document())
 }
@@ -620,6 +651,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .route("/status", get(status))
         .route("/v1/hosts", get(list_hosts).post(add_host))
         .route("/v1/tenants", get(list_tenants).post(add_tenant))
         .route("/v1/tenants/{name}", get(get_tenant).delete(depart))

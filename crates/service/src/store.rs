@@ -232,6 +232,20 @@ impl Store {
         Ok(out)
     }
 
+    /// The latest `limit` decisions, newest first.
+    pub fn recent_decisions(&self, limit: u64) -> Result<Vec<Decision>, ServiceError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare("SELECT body FROM decisions ORDER BY seq DESC LIMIT ?1")?;
+        let rows = st.query_map([limit], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for body in rows {
+            out.push(serde_json::from_str(&body?)?);
+        }
+        Ok(out)
+    }
+
     /// Commits `change` in one transaction.
     ///
     /// # Errors

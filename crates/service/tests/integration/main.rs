@@ -5,3 +5,4 @@ mod api;
 mod common;
 mod errors;
 mod routes;
+mod status;
