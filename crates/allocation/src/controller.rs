@@ -100,6 +100,160 @@ pub struct FlowSample {
     pub completed: Vec<f64>,
 }
 
+/// What an enforcer measures of one flow, per hop of its path [tokens]: the counters and time
+/// integrals behind each interval's [`FlowReport`] and its sub-interval [`FlowSample`]s. The
+/// real enforcer proxy and the VDC simulator keep one each per flow; every level change takes
+/// `now` and first brings the integrals up to it (no clock is read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowMeter {
+    /// tokens let through by the enforcer since the interval began
+    utilization: Vec<f64>,
+    /// tokens of requests completed since the interval began
+    completed: Vec<f64>,
+    /// tokens queued at the enforcer now
+    queued: Vec<f64>,
+    /// tokens let through and not completed now
+    outstanding: Vec<f64>,
+    /// time integrals of `queued` and `outstanding` since the interval began [tokens·ns]
+    queued_sum: Vec<f64>,
+    outstanding_sum: Vec<f64>,
+    /// when the integrals were last brought up to date, and when the interval began [ns]
+    since_ns: u64,
+    interval_from_ns: u64,
+    /// `utilization`, `completed`, `outstanding_sum` when the current sample began, and when
+    mark_utilization: Vec<f64>,
+    mark_completed: Vec<f64>,
+    mark_outstanding: Vec<f64>,
+    mark_ns: u64,
+    /// the interval's closed samples
+    samples: Vec<FlowSample>,
+}
+
+impl FlowMeter {
+    /// A meter for a flow of `hops` hops whose first interval begins at `now_ns`.
+    pub fn new(hops: usize, now_ns: u64) -> FlowMeter {
+        let z = vec![0.0; hops];
+        FlowMeter {
+            utilization: z.clone(),
+            completed: z.clone(),
+            queued: z.clone(),
+            outstanding: z.clone(),
+            queued_sum: z.clone(),
+            outstanding_sum: z.clone(),
+            since_ns: now_ns,
+            interval_from_ns: now_ns,
+            mark_utilization: z.clone(),
+            mark_completed: z.clone(),
+            mark_outstanding: z,
+            mark_ns: now_ns,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Adds the current levels × the time since the last change to the integrals.
+    fn advance(&mut self, now_ns: u64) {
+        let dt = now_ns.saturating_sub(self.since_ns) as f64;
+        if dt > 0.0 {
+            for h in 0..self.queued_sum.len() {
+                self.queued_sum[h] += self.queued[h].max(0.0) * dt;
+                self.outstanding_sum[h] += self.outstanding[h].max(0.0) * dt;
+            }
+        }
+        self.since_ns = self.since_ns.max(now_ns);
+    }
+
+    /// `sign` × `costs` join (1) or leave (−1) the enforcer's queue at `now_ns`.
+    pub fn queue(&mut self, now_ns: u64, costs: &[f64], sign: f64) {
+        self.advance(now_ns);
+        add(&mut self.queued, costs, sign);
+    }
+
+    /// `sign` × `costs` go out to the appliances (1) or come back (−1) at `now_ns`.
+    pub fn go_out(&mut self, now_ns: u64, costs: &[f64], sign: f64) {
+        self.advance(now_ns);
+        add(&mut self.outstanding, costs, sign);
+    }
+
+    /// `costs` (a correction may be negative) are let through by the enforcer.
+    pub fn let_through(&mut self, costs: &[f64]) {
+        add(&mut self.utilization, costs, 1.0);
+    }
+
+    /// `cost` tokens complete at hop `hop`.
+    pub fn complete(&mut self, hop: usize, cost: f64) {
+        if let Some(c) = self.completed.get_mut(hop) {
+            *c += cost;
+        }
+    }
+
+    /// A request of `costs` completes at every hop of the path at once.
+    pub fn complete_path(&mut self, costs: &[f64]) {
+        add(&mut self.completed, costs, 1.0);
+    }
+
+    /// Tokens queued at the enforcer now, per hop.
+    pub fn queued(&self) -> &[f64] {
+        &self.queued
+    }
+
+    /// Closes the sample that began at the last mark and starts the next at `now_ns`.
+    pub fn close_sample(&mut self, now_ns: u64) {
+        self.advance(now_ns);
+        let span = now_ns.saturating_sub(self.mark_ns).max(1) as f64;
+        let diff = |a: &[f64], b: &[f64]| -> Vec<f64> {
+            a.iter().zip(b).map(|(x, y)| (x - y).max(0.0)).collect()
+        };
+        self.samples.push(FlowSample {
+            utilization: diff(&self.utilization, &self.mark_utilization),
+            outstanding: diff(&self.outstanding_sum, &self.mark_outstanding)
+                .into_iter()
+                .map(|v| v / span)
+                .collect(),
+            completed: diff(&self.completed, &self.mark_completed),
+        });
+        self.mark_utilization.clone_from(&self.utilization);
+        self.mark_completed.clone_from(&self.completed);
+        self.mark_outstanding.clone_from(&self.outstanding_sum);
+        self.mark_ns = now_ns;
+    }
+
+    /// Closes the interval at `now_ns` (and its last sample), returns its report and begins
+    /// the next interval; queued and outstanding requests stay.
+    pub fn report(&mut self, now_ns: u64) -> FlowReport {
+        self.close_sample(now_ns);
+        let span = now_ns.saturating_sub(self.interval_from_ns).max(1) as f64;
+        let pos = |v: &[f64]| v.iter().map(|x| x.max(0.0)).collect::<Vec<_>>();
+        let mean = |v: &[f64]| v.iter().map(|x| (x / span).max(0.0)).collect::<Vec<_>>();
+        let report = FlowReport {
+            utilization: pos(&self.utilization),
+            backlog: pos(&self.queued),
+            queueing: mean(&self.queued_sum),
+            outstanding: mean(&self.outstanding_sum),
+            completed: pos(&self.completed),
+            samples: std::mem::take(&mut self.samples),
+        };
+        for v in [
+            &mut self.utilization,
+            &mut self.completed,
+            &mut self.queued_sum,
+            &mut self.outstanding_sum,
+            &mut self.mark_utilization,
+            &mut self.mark_completed,
+            &mut self.mark_outstanding,
+        ] {
+            v.iter_mut().for_each(|x| *x = 0.0);
+        }
+        self.interval_from_ns = self.interval_from_ns.max(now_ns);
+        report
+    }
+}
+
+fn add(v: &mut [f64], c: &[f64], sign: f64) {
+    for (x, y) in v.iter_mut().zip(c) {
+        *x += sign * y;
+    }
+}
+
 /// What one control step decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ControlOutput {

@@ -32,7 +32,9 @@ pub mod problem;
 pub mod steps;
 pub mod vdc;
 
-pub use controller::{ControlOutput, Controller, ControllerConfig, FlowReport, FlowSample};
+pub use controller::{
+    ControlOutput, Controller, ControllerConfig, FlowMeter, FlowReport, FlowSample,
+};
 pub use error::AllocError;
 pub use mra::{Mechanism, Mra};
 pub use problem::{Allocation, Problem, TenantId};

@@ -73,11 +73,10 @@ pub enum Command {
     /// memcached, open-loop replay clients, enforcement from the decisions (as root)
     #[command(subcommand)]
     Testbed(cmd::testbed::TestbedCommand),
-    /// The operator's virtual datacenters: check, allocate, run Pulsar's controller
+    /// The operator's virtual datacenters: check, allocate, run Pulsar's controller and its
+    /// enforcer proxy
     #[command(subcommand)]
     Vdc(cmd::vdc::VdcCommand),
-    /// Run Pulsar's rate enforcer as a proxy in front of a memcached
-    Enforcer(cmd::enforcer::EnforcerArgs),
     /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
     #[command(subcommand)]
     Enforce(cmd::enforce::EnforceCommand),
@@ -105,7 +104,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Opt(a) => cmd::simulate::run_opt(a),
         Command::Testbed(c) => cmd::testbed::run(c),
         Command::Vdc(c) => cmd::vdc::run(c),
-        Command::Enforcer(a) => cmd::enforcer::run(a),
         Command::Enforce(c) => cmd::enforce::run(c),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Tenant(c) => cmd::tenant::run(c),

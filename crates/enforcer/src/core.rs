@@ -17,7 +17,8 @@
 //! for [`FlowReport`] (pulsar §4.2): tokens let through (utilization), tokens queued at the end
 //! of the interval (backlog), the time averages of tokens queued at the enforcer (queueing)
 //! and outstanding beyond it until the reply is back (outstanding), tokens completed, and the
-//! same figures per sub-interval sample ([`FlowSample`]), integrated exactly over time.
+//! same figures per sub-interval sample, integrated exactly over time: one
+//! [`FlowMeter`] per flow, the simulator's own.
 //!
 //! **Costs known late.** A GET's size is known only from its reply: it is charged an estimate
 //! at submission and the difference is settled on every hop's bucket when it completes
@@ -31,7 +32,7 @@
 //! buckets allow, and priorities do not matter.
 
 use std::collections::VecDeque;
-use tailbound_allocation::{FlowReport, FlowSample};
+use tailbound_allocation::{FlowMeter, FlowReport};
 use tailbound_shaping::{MultiBucket, PriorityQueue, ShapingError, DEFAULT_BURST_S};
 
 /// Rate of an unlimited bucket [tokens/s] (and its burst [tokens]): finite, so the same
@@ -125,89 +126,13 @@ struct Queued<T> {
     costs: Vec<f64>,
 }
 
-/// Interval statistics of one flow, per hop [tokens] (the simulator's, see the module docs).
-#[derive(Debug, Clone)]
-struct Stats {
-    util: Vec<f64>,
-    done: Vec<f64>,
-    queued_now: Vec<f64>,
-    outstanding_now: Vec<f64>,
-    /// time integrals since the interval began [tokens·ns]
-    queued_sum: Vec<f64>,
-    outstanding_sum: Vec<f64>,
-    since_ns: u64,
-    /// `util`, `done`, `outstanding_sum` when the current sample began, and when it began
-    mark_util: Vec<f64>,
-    mark_done: Vec<f64>,
-    mark_out: Vec<f64>,
-    mark_ns: u64,
-    samples: Vec<FlowSample>,
-}
-
-fn add(v: &mut [f64], c: &[f64], sign: f64) {
-    for (x, y) in v.iter_mut().zip(c) {
-        *x += sign * y;
-    }
-}
-
-impl Stats {
-    fn new(hops: usize, now: u64) -> Stats {
-        let z = vec![0.0; hops];
-        Stats {
-            util: z.clone(),
-            done: z.clone(),
-            queued_now: z.clone(),
-            outstanding_now: z.clone(),
-            queued_sum: z.clone(),
-            outstanding_sum: z.clone(),
-            since_ns: now,
-            mark_util: z.clone(),
-            mark_done: z.clone(),
-            mark_out: z,
-            mark_ns: now,
-            samples: Vec::new(),
-        }
-    }
-
-    fn integrate(&mut self, now: u64) {
-        let dt = now.saturating_sub(self.since_ns) as f64;
-        if dt > 0.0 {
-            for h in 0..self.queued_sum.len() {
-                self.queued_sum[h] += self.queued_now[h].max(0.0) * dt;
-                self.outstanding_sum[h] += self.outstanding_now[h].max(0.0) * dt;
-            }
-        }
-        self.since_ns = self.since_ns.max(now);
-    }
-
-    fn close_sample(&mut self, now: u64) {
-        self.integrate(now);
-        let span = now.saturating_sub(self.mark_ns).max(1) as f64;
-        let diff = |a: &[f64], b: &[f64]| -> Vec<f64> {
-            a.iter().zip(b).map(|(x, y)| (x - y).max(0.0)).collect()
-        };
-        self.samples.push(FlowSample {
-            utilization: diff(&self.util, &self.mark_util),
-            outstanding: diff(&self.outstanding_sum, &self.mark_out)
-                .into_iter()
-                .map(|v| v / span)
-                .collect(),
-            completed: diff(&self.done, &self.mark_done),
-        });
-        self.mark_util.clone_from(&self.util);
-        self.mark_done.clone_from(&self.done);
-        self.mark_out.clone_from(&self.outstanding_sum);
-        self.mark_ns = now;
-    }
-}
-
 #[derive(Debug)]
 struct Flow<T> {
     setup: FlowSetup,
     bucket: MultiBucket,
     /// waiting for tokens, in arrival order
     queue: VecDeque<Queued<T>>,
-    stats: Stats,
+    meter: FlowMeter,
     /// requests let through and not completed
     in_flight: usize,
 }
@@ -300,7 +225,7 @@ impl<T> EnforcerCore<T> {
                             source,
                         })?;
                 Ok(Flow {
-                    stats: Stats::new(setup.hops, now_ns),
+                    meter: FlowMeter::new(setup.hops, now_ns),
                     setup,
                     bucket,
                     queue: VecDeque::new(),
@@ -367,14 +292,13 @@ impl<T> EnforcerCore<T> {
         let flow = self.flow_index(flow)?;
         self.check_hops(flow, costs.len())?;
         let f = &mut self.flows[flow];
-        f.stats.integrate(now_ns);
-        add(&mut f.stats.queued_now, &costs, 1.0);
+        f.meter.queue(now_ns, &costs, 1.0);
         let fast = f.queue.is_empty()
             && self.waiting.is_empty()
             && self.cfg.window.is_none_or(|w| self.in_flight < w)
             && f.bucket.take(now_ns, &costs).is_ok();
         if fast {
-            add(&mut f.stats.util, &costs, 1.0);
+            f.meter.let_through(&costs);
             return Ok(Admit::Now(self.release(now_ns, flow, costs)));
         }
         f.queue.push_back(Queued {
@@ -388,9 +312,8 @@ impl<T> EnforcerCore<T> {
     /// Counts a request as gone to the appliance.
     fn release(&mut self, now_ns: u64, flow: usize, costs: Vec<f64>) -> Ticket {
         let f = &mut self.flows[flow];
-        f.stats.integrate(now_ns);
-        add(&mut f.stats.queued_now, &costs, -1.0);
-        add(&mut f.stats.outstanding_now, &costs, 1.0);
+        f.meter.queue(now_ns, &costs, -1.0);
+        f.meter.go_out(now_ns, &costs, 1.0);
         f.in_flight += 1;
         self.in_flight += 1;
         Ticket { flow, costs }
@@ -406,7 +329,7 @@ impl<T> EnforcerCore<T> {
                 break;
             }
             let Some(q) = f.queue.pop_front() else { break };
-            add(&mut f.stats.util, &q.costs, 1.0);
+            f.meter.let_through(&q.costs);
             self.waiting.push(
                 f.setup.priority,
                 Passed {
@@ -473,8 +396,7 @@ impl<T> EnforcerCore<T> {
             self.check_hops(flow, a.len())?;
         }
         let f = &mut self.flows[flow];
-        f.stats.integrate(now_ns);
-        add(&mut f.stats.outstanding_now, &ticket.costs, -1.0);
+        f.meter.go_out(now_ns, &ticket.costs, -1.0);
         match actual {
             Some(a) => {
                 let delta: Vec<f64> = a.iter().zip(&ticket.costs).map(|(x, c)| x - c).collect();
@@ -484,10 +406,10 @@ impl<T> EnforcerCore<T> {
                         flow: f.setup.name.clone(),
                         source,
                     })?;
-                add(&mut f.stats.util, &delta, 1.0);
-                add(&mut f.stats.done, a, 1.0);
+                f.meter.let_through(&delta);
+                f.meter.complete_path(a);
             }
-            None => add(&mut f.stats.done, &ticket.costs, 1.0),
+            None => f.meter.complete_path(&ticket.costs),
         }
         f.in_flight = f.in_flight.saturating_sub(1);
         self.in_flight = self.in_flight.saturating_sub(1);
@@ -499,12 +421,11 @@ impl<T> EnforcerCore<T> {
     /// count as never sent.
     pub fn cancel(&mut self, now_ns: u64, mut gone: impl FnMut(&T) -> bool) {
         for f in &mut self.flows {
-            f.stats.integrate(now_ns);
-            let stats = &mut f.stats;
+            let meter = &mut f.meter;
             f.queue.retain(|q| {
                 let keep = q.item.as_ref().is_some_and(|i| !gone(i));
                 if !keep {
-                    add(&mut stats.queued_now, &q.costs, -1.0);
+                    meter.queue(now_ns, &q.costs, -1.0);
                 }
                 keep
             });
@@ -581,7 +502,7 @@ impl<T> EnforcerCore<T> {
     /// timer; the capacity estimators count their consistent readings over samples).
     pub fn sample(&mut self, now_ns: u64) {
         for f in &mut self.flows {
-            f.stats.close_sample(now_ns);
+            f.meter.close_sample(now_ns);
         }
     }
 
@@ -589,39 +510,10 @@ impl<T> EnforcerCore<T> {
     /// [`FlowReport`]; the next interval starts.
     pub fn report(&mut self, now_ns: u64) -> IntervalReport {
         let from_ns = self.interval_from_ns;
-        let span = now_ns.saturating_sub(from_ns).max(1) as f64;
         let flows = self
             .flows
             .iter_mut()
-            .map(|f| {
-                let s = &mut f.stats;
-                s.close_sample(now_ns);
-                let pos = |v: &[f64]| v.iter().map(|x| x.max(0.0)).collect::<Vec<_>>();
-                let r = FlowReport {
-                    utilization: pos(&s.util),
-                    backlog: pos(&s.queued_now),
-                    queueing: s.queued_sum.iter().map(|v| (v / span).max(0.0)).collect(),
-                    outstanding: s
-                        .outstanding_sum
-                        .iter()
-                        .map(|v| (v / span).max(0.0))
-                        .collect(),
-                    completed: pos(&s.done),
-                    samples: std::mem::take(&mut s.samples),
-                };
-                for v in [
-                    &mut s.util,
-                    &mut s.done,
-                    &mut s.queued_sum,
-                    &mut s.outstanding_sum,
-                    &mut s.mark_util,
-                    &mut s.mark_done,
-                    &mut s.mark_out,
-                ] {
-                    v.iter_mut().for_each(|x| *x = 0.0);
-                }
-                r
-            })
+            .map(|f| f.meter.report(now_ns))
             .collect();
         self.interval_from_ns = now_ns.max(from_ns);
         IntervalReport {

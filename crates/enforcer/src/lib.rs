@@ -17,7 +17,7 @@
 //!
 //! What lives elsewhere: the memcached codec and client are `tailbound_dataplane::memcache`;
 //! the allocation and the estimators `tailbound_allocation` and `tailbound_shaping`; the
-//! controller service `tailbound_control`; the `tailbound enforcer` command the CLI.
+//! controller service `tailbound_control`; the `tailbound vdc enforcer` command the CLI.
 
 pub mod core;
 pub mod cost;

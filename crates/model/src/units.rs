@@ -13,6 +13,13 @@ pub enum UnitError {
     Rate(String),
     #[error("invalid size {0:?}; expected a positive number of bytes with an optional unit: B, KB, MB, GB, KiB, MiB, GiB (e.g. 64KiB)")]
     Size(String),
+    /// A spelling that two readers take for different quantities (tc(8) is one of them).
+    #[error("ambiguous {what} {value:?}: {reason}")]
+    Ambiguous {
+        what: &'static str,
+        value: String,
+        reason: &'static str,
+    },
 }
 
 /// Splits `"20ms"` into `(20.0, "ms")`; the number must be finite and non-negative.
@@ -39,35 +46,66 @@ pub fn parse_duration_s(s: &str) -> Result<f64, UnitError> {
     let err = || UnitError::Duration(s.to_string());
     let (v, unit) = split_number(s).ok_or_else(err)?;
     let scale = match unit {
-        "" | "s" | "sec" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
+        "" | "s" | "sec" | "secs" => 1.0,
+        "ms" | "msec" | "msecs" => 1e-3,
+        "us" | "µs" | "usec" | "usecs" => 1e-6,
         "ns" => 1e-9,
-        "min" | "m" => 60.0,
+        "min" => 60.0,
+        "m" => {
+            return Err(UnitError::Ambiguous {
+                what: "duration",
+                value: s.to_string(),
+                reason: "`m` reads as minutes or as milliseconds; write min or ms",
+            })
+        }
         _ => return Err(err()),
     };
     Ok(v * scale)
 }
 
-/// Parses a rate into bytes per second. Bit units (`1Gbit`, `100Mbps`) are decimal and divided
-/// by 8; byte units take `/s`. A bare number is bytes per second.
+/// Parses a rate into bytes per second. Bit units (`1Gbit`, `100Mbit/s`; tc(8) spells them the
+/// same and means the same) are decimal and divided by 8; byte units are `B/s` with a decimal
+/// (`KB/s`, `MB/s`, `GB/s`) or binary (`KiB/s`, `MiB/s`, `GiB/s`) prefix. A bare number is
+/// bytes per second. Spellings two readers take for different rates are refused with
+/// [`UnitError::Ambiguous`]: `Mbps` (megabits per second in common use, megabytes per second
+/// in tc(8)) and `Mb/s` (one letter's case from `MB/s`).
 pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, UnitError> {
     let err = || UnitError::Rate(s.to_string());
     let (v, unit) = split_number(s).ok_or_else(err)?;
     let bits = |scale: f64| v * scale / 8.0;
-    let rate = match unit.to_ascii_lowercase().as_str() {
-        "bit" | "bps" | "bit/s" => bits(1.0),
-        "kbit" | "kbps" | "kbit/s" => bits(1e3),
-        "mbit" | "mbps" | "mbit/s" => bits(1e6),
-        "gbit" | "gbps" | "gbit/s" => bits(1e9),
-        "" | "b/s" => v,
-        "kb/s" => v * 1e3,
-        "mb/s" => v * 1e6,
-        "gb/s" => v * 1e9,
-        "kib/s" => v * 1024.0,
-        "mib/s" => v * 1024.0 * 1024.0,
-        "gib/s" => v * 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(err()),
+    let lower = unit.to_ascii_lowercase();
+    let bit_unit = lower.strip_suffix("/s").unwrap_or(&lower);
+    let rate = match bit_unit {
+        "bit" => bits(1.0),
+        "kbit" => bits(1e3),
+        "mbit" => bits(1e6),
+        "gbit" => bits(1e9),
+        "bps" | "kbps" | "mbps" | "gbps" => {
+            return Err(UnitError::Ambiguous {
+                what: "rate",
+                value: s.to_string(),
+                reason: "`bps` means bits per second in common use and bytes per second in \
+                         tc(8); write Mbit (bits) or MB/s (bytes)",
+            })
+        }
+        _ => match unit {
+            "" | "B/s" => v,
+            "KB/s" | "kB/s" => v * 1e3,
+            "MB/s" => v * 1e6,
+            "GB/s" => v * 1e9,
+            "KiB/s" => v * 1024.0,
+            "MiB/s" => v * 1024.0 * 1024.0,
+            "GiB/s" => v * 1024.0 * 1024.0 * 1024.0,
+            _ if lower.ends_with("b/s") && !unit.ends_with("B/s") => {
+                return Err(UnitError::Ambiguous {
+                    what: "rate",
+                    value: s.to_string(),
+                    reason: "a lower-case b reads as bits, tailbound's byte rates are B/s; \
+                             write Mbit (bits) or MB/s (bytes)",
+                })
+            }
+            _ => return Err(err()),
+        },
     };
     if rate > 0.0 {
         Ok(rate)
@@ -76,18 +114,34 @@ pub fn parse_rate_bytes_per_s(s: &str) -> Result<f64, UnitError> {
     }
 }
 
-/// Parses a size into bytes (`64KiB`, `1MB`, `512`).
+/// Parses a size into bytes (`64KiB`, `1MB`, `512`): decimal (`KB`, `MB`, `GB`) or binary
+/// (`KiB`, `MiB`, `GiB`) prefixes of `B`. tc(8)'s own spellings (`64k`, `64kb`, `1m`, `1mb`)
+/// mean binary multiples there and decimal ones in most other tools: they are refused with
+/// [`UnitError::Ambiguous`], as is a lower-case `b` (bits or bytes).
 pub fn parse_size_bytes(s: &str) -> Result<f64, UnitError> {
     let err = || UnitError::Size(s.to_string());
     let (v, unit) = split_number(s).ok_or_else(err)?;
-    let scale = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" | "k" => 1e3,
-        "mb" | "m" => 1e6,
-        "gb" | "g" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
+    let scale = match unit {
+        "" | "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ if matches!(
+            unit.to_ascii_lowercase().as_str(),
+            "b" | "k" | "m" | "g" | "kb" | "mb" | "gb"
+        ) =>
+        {
+            return Err(UnitError::Ambiguous {
+                what: "size",
+                value: s.to_string(),
+                reason: "tc(8) reads k, kb, m, mb, g, gb as multiples of 1024 bytes and b as \
+                         bytes, other tools as multiples of 1000 and b as bits; write KB (1000) \
+                         or KiB (1024), and B for bytes",
+            })
+        }
         _ => return Err(err()),
     };
     Ok(v * scale)
@@ -181,6 +235,30 @@ mod tests {
         assert_eq!(parse_rate_bytes_per_s("8bit").unwrap(), 1.0);
         assert!(parse_rate_bytes_per_s("0Gbit").is_err());
         assert!(parse_rate_bytes_per_s("1Gbyte").is_err());
+        assert_eq!(parse_rate_bytes_per_s("100Mbit/s").unwrap(), 12.5e6);
+        assert_eq!(parse_rate_bytes_per_s("1mbit").unwrap(), 125e3);
+        assert_eq!(parse_rate_bytes_per_s("2KiB/s").unwrap(), 2048.0);
+    }
+
+    /// Spellings that mean one rate to one reader and another to the next are refused, and
+    /// the error says what to write instead.
+    #[test]
+    fn ambiguous_spellings_are_refused_with_the_alternatives() {
+        for rate in ["100Mbps", "1gbps", "8bps", "10Mb/s", "10mb/s", "1kb/s"] {
+            let e = parse_rate_bytes_per_s(rate).unwrap_err();
+            assert!(matches!(e, UnitError::Ambiguous { .. }), "{rate}: {e}");
+            assert!(e.to_string().contains("Mbit") && e.to_string().contains("MB/s"), "{e}");
+        }
+        for size in ["64k", "64kb", "1m", "1mb", "2g", "512b", "1Kb"] {
+            let e = parse_size_bytes(size).unwrap_err();
+            assert!(matches!(e, UnitError::Ambiguous { .. }), "{size}: {e}");
+            assert!(e.to_string().contains("KiB"), "{e}");
+        }
+        let e = parse_duration_s("5m").unwrap_err();
+        assert!(e.to_string().contains("min or ms"), "{e}");
+        assert_eq!(parse_size_bytes("4kB").unwrap(), 4000.0);
+        assert_eq!(parse_duration_s("3min").unwrap(), 180.0);
+        assert_eq!(parse_duration_s("2msec").unwrap(), 2e-3);
     }
 
     #[test]

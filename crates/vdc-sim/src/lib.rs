@@ -28,8 +28,9 @@
 //! **Reports.** Per flow and hop per interval: tokens released (utilization), tokens still
 //! queued at the end (backlog), time-averaged queued and outstanding tokens and tokens
 //! completed at that hop: exactly [`FlowReport`]'s fields, plus `samples_per_interval` equal
-//! sub-interval samples of utilization, outstanding and completed tokens ([`FlowSample`]:
-//! pulsar's enforcer timer, over which the capacity estimators count consistent readings).
+//! sub-interval samples of utilization, outstanding and completed tokens (pulsar's enforcer
+//! timer, over which the capacity estimators count consistent readings), measured by the
+//! [`FlowMeter`] the real enforcer proxy uses.
 //! (Pulsar samples the averages with a 10 ms timer; a sampled average misses requests
 //! outstanding for less than the period, which makes eq. (5)'s `q·u/o` blow up or vanish, so
 //! the simulator integrates exactly.)
@@ -48,7 +49,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use tailbound_allocation::vdc::{Charge, Datacenter, ResourceKind};
-use tailbound_allocation::{Controller, ControllerConfig, FlowReport, FlowSample};
+use tailbound_allocation::{Controller, ControllerConfig, FlowMeter, FlowReport};
 use tailbound_curves::work::TokenCost;
 use tailbound_model::{Op, Request};
 use tailbound_shaping::MultiBucket;
@@ -215,55 +216,8 @@ struct FlowState {
     /// requests issued and not completed (closed loop)
     in_flight: u32,
     enforcer: Enforcer,
-    // interval statistics per hop [tokens]
-    util: Vec<f64>,
-    done: Vec<f64>,
-    queued_now: Vec<f64>,
-    outstanding_now: Vec<f64>,
-    /// time integrals over the interval [tokens·ns]
-    queued_sum: Vec<f64>,
-    outstanding_sum: Vec<f64>,
-    /// when the integrals were last brought up to date [ns]
-    since_ns: u64,
-    /// `util`, `done` and `outstanding_sum` when the current sample began
-    mark_util: Vec<f64>,
-    mark_done: Vec<f64>,
-    mark_out: Vec<f64>,
-    /// the interval's closed samples
-    samples: Vec<FlowSample>,
-}
-
-impl FlowState {
-    /// Adds the current levels × the time since the last change to the integrals.
-    fn integrate(&mut self, now: u64) {
-        let dt = now.saturating_sub(self.since_ns) as f64;
-        if dt > 0.0 {
-            for h in 0..self.queued_sum.len() {
-                self.queued_sum[h] += self.queued_now[h] * dt;
-                self.outstanding_sum[h] += self.outstanding_now[h] * dt;
-            }
-        }
-        self.since_ns = now;
-    }
-
-    /// Closes the sample that began at the marks (`span` ns long) and starts the next.
-    fn close_sample(&mut self, now: u64, span: f64) {
-        self.integrate(now);
-        let diff = |a: &[f64], b: &[f64]| -> Vec<f64> {
-            a.iter().zip(b).map(|(x, y)| (x - y).max(0.0)).collect()
-        };
-        self.samples.push(FlowSample {
-            utilization: diff(&self.util, &self.mark_util),
-            outstanding: diff(&self.outstanding_sum, &self.mark_out)
-                .into_iter()
-                .map(|v| v / span)
-                .collect(),
-            completed: diff(&self.done, &self.mark_done),
-        });
-        self.mark_util.clone_from(&self.util);
-        self.mark_done.clone_from(&self.done);
-        self.mark_out.clone_from(&self.outstanding_sum);
-    }
+    /// what the flow's enforcer measures over the interval
+    meter: FlowMeter,
 }
 
 enum Discipline {
@@ -418,17 +372,7 @@ impl<'a> Sim<'a> {
                         queue: VecDeque::new(),
                         pending: false,
                     },
-                    util: vec![0.0; n],
-                    done: vec![0.0; n],
-                    queued_now: vec![0.0; n],
-                    outstanding_now: vec![0.0; n],
-                    queued_sum: vec![0.0; n],
-                    outstanding_sum: vec![0.0; n],
-                    since_ns: 0,
-                    mark_util: vec![0.0; n],
-                    mark_done: vec![0.0; n],
-                    mark_out: vec![0.0; n],
-                    samples: Vec::new(),
+                    meter: FlowMeter::new(n, 0),
                 }
             })
             .collect();
@@ -593,12 +537,9 @@ impl<'a> Sim<'a> {
             }
         };
         let fs = &mut self.flows[f];
-        fs.integrate(now);
         fs.in_flight += 1;
         if self.controller.is_some() {
-            for (q, c) in fs.queued_now.iter_mut().zip(&self.reqs[id as usize].costs) {
-                *q += c;
-            }
+            fs.meter.queue(now, &self.reqs[id as usize].costs, 1.0);
             fs.enforcer.queue.push_back(id);
             if fs.enforcer.queue.len() == 1 && !fs.enforcer.pending {
                 self.release(f, now)?;
@@ -634,10 +575,7 @@ impl<'a> Sim<'a> {
                 }
             }
             fs.enforcer.queue.pop_front();
-            fs.integrate(now);
-            for (q, c) in fs.queued_now.iter_mut().zip(&self.reqs[id as usize].costs) {
-                *q -= c;
-            }
+            fs.meter.queue(now, &self.reqs[id as usize].costs, -1.0);
             self.send(id, now);
         }
     }
@@ -646,11 +584,8 @@ impl<'a> Sim<'a> {
     fn send(&mut self, id: u32, now: u64) {
         let r = &self.reqs[id as usize];
         let fs = &mut self.flows[r.flow as usize];
-        fs.integrate(now);
-        for h in 0..r.costs.len() {
-            fs.util[h] += r.costs[h];
-            fs.outstanding_now[h] += r.costs[h];
-        }
+        fs.meter.let_through(&r.costs);
+        fs.meter.go_out(now, &r.costs, 1.0);
         self.advance(id, now);
     }
 
@@ -681,7 +616,7 @@ impl<'a> Sim<'a> {
         let h = r.hop as usize;
         let c = r.costs[h];
         let fs = &mut self.flows[r.flow as usize];
-        fs.done[h] += c;
+        fs.meter.complete(h, c);
         r.hop += 1;
     }
 
@@ -764,14 +699,7 @@ impl<'a> Sim<'a> {
         self.completed[self.dc.flows[f].tenant] += 1;
         let fs = &mut self.flows[f];
         // outstanding until the response is back (pulsar §4.2), on every hop alike
-        fs.integrate(now);
-        for (o, c) in fs
-            .outstanding_now
-            .iter_mut()
-            .zip(&self.reqs[id as usize].costs)
-        {
-            *o -= c;
-        }
+        fs.meter.go_out(now, &self.reqs[id as usize].costs, -1.0);
         fs.in_flight = fs.in_flight.saturating_sub(1);
         if let Some(w) = self.workloads[f] {
             if matches!(w.driver, Loop::Closed { .. }) {
@@ -780,16 +708,10 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Length of one sub-interval sample [ns].
-    fn sample_span(&self) -> f64 {
-        self.cfg.controller.interval_ns as f64 / f64::from(self.cfg.samples_per_interval)
-    }
-
     /// End of a sub-interval sample.
     fn sample(&mut self, now: u64) {
-        let span = self.sample_span();
         for fs in &mut self.flows {
-            fs.close_sample(now, span);
+            fs.meter.close_sample(now);
         }
     }
 
@@ -797,35 +719,18 @@ impl<'a> Sim<'a> {
     fn control(&mut self, now: u64) -> Result<(), VdcSimError> {
         let interval_ns = self.cfg.controller.interval_ns;
         let interval_s = interval_ns as f64 / NS;
-        for fs in &mut self.flows {
-            fs.integrate(now);
-        }
+        // every flow's report of the interval that ends (the one ending at 0 is empty)
+        let reports: Vec<FlowReport> = self
+            .flows
+            .iter_mut()
+            .map(|fs| fs.meter.report(now))
+            .collect();
         if now > 0 {
-            self.record(now, interval_s);
-        }
-        let span = interval_ns as f64;
-        let sample_span = self.sample_span();
-        for fs in &mut self.flows {
-            fs.integrate(now);
-            if now > 0 {
-                fs.close_sample(now, sample_span);
-            }
+            self.record(now, interval_s, &reports);
         }
         if let Some(c) = self.controller.as_mut() {
-            for (i, fs) in self.flows.iter_mut().enumerate() {
-                let report = FlowReport {
-                    utilization: fs.util.clone(),
-                    backlog: fs.queued_now.iter().map(|v| v.max(0.0)).collect(),
-                    queueing: fs.queued_sum.iter().map(|v| (v / span).max(0.0)).collect(),
-                    outstanding: fs
-                        .outstanding_sum
-                        .iter()
-                        .map(|v| (v / span).max(0.0))
-                        .collect(),
-                    completed: fs.done.clone(),
-                    samples: std::mem::take(&mut fs.samples),
-                };
-                if now > 0 {
+            if now > 0 {
+                for (i, report) in reports.into_iter().enumerate() {
                     c.report(i, report)?;
                 }
             }
@@ -890,20 +795,6 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        for fs in &mut self.flows {
-            for v in [
-                &mut fs.util,
-                &mut fs.done,
-                &mut fs.queued_sum,
-                &mut fs.outstanding_sum,
-                &mut fs.mark_util,
-                &mut fs.mark_done,
-                &mut fs.mark_out,
-            ] {
-                v.iter_mut().for_each(|x| *x = 0.0);
-            }
-            fs.samples.clear();
-        }
         self.res_done.iter_mut().for_each(|v| *v = 0.0);
         // the new rates may let queued requests through at once
         for f in 0..self.flows.len() {
@@ -919,26 +810,25 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    fn record(&mut self, now: u64, interval_s: f64) {
+    fn record(&mut self, now: u64, interval_s: f64, reports: &[FlowReport]) {
         let mut tenant_tokens: Vec<Vec<f64>> = self
             .dc
             .tenants
             .iter()
             .map(|t| vec![0.0; t.virtuals.len()])
             .collect();
-        for (i, fs) in self.flows.iter().enumerate() {
-            let f = &self.dc.flows[i];
+        for (f, r) in self.dc.flows.iter().zip(reports) {
             for (h, hop) in f.hops.iter().enumerate() {
                 if let Some(v) = hop.virtual_resource {
-                    tenant_tokens[f.tenant][v] += fs.done[h] / interval_s;
+                    tenant_tokens[f.tenant][v] += r.completed[h] / interval_s;
                 }
             }
         }
         let mut resource_outstanding = vec![0.0; self.dc.resources.len()];
-        for (i, fs) in self.flows.iter().enumerate() {
-            for (h, hop) in self.dc.flows[i].hops.iter().enumerate() {
+        for (f, r) in self.dc.flows.iter().zip(reports) {
+            for (h, hop) in f.hops.iter().enumerate() {
                 if let Some(j) = hop.physical {
-                    resource_outstanding[j] += fs.outstanding_sum[h] / (interval_s * NS);
+                    resource_outstanding[j] += r.outstanding[h];
                 }
             }
         }

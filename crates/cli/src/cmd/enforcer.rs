@@ -1,9 +1,9 @@
-//! `tailbound enforcer`: Pulsar's rate enforcer as a proxy in front of a memcached.
+//! `tailbound vdc enforcer`: Pulsar's rate enforcer as a proxy in front of a memcached.
 //!
 //! ```text
-//! tailbound enforcer --backend 127.0.0.1:11211 --controller http://127.0.0.1:7600 \
+//! tailbound vdc enforcer --backend 127.0.0.1:11211 --controller http://127.0.0.1:7600 \
 //!     --listen B/b1-kv=127.0.0.1:11300 --listen C/c1-kv=127.0.0.1:11301
-//! tailbound enforcer --backend 127.0.0.1:11211 --vdc dc.toml --unlimited \
+//! tailbound vdc enforcer --backend 127.0.0.1:11211 --vdc dc.toml --unlimited \
 //!     --listen 127.0.0.1:11300 --auth-file users.txt
 //! ```
 //!

@@ -5,7 +5,7 @@
 //!   both allocation steps (local per tenant, global over spare capacity) with every flow
 //!   backlogged unless its demand is given; exit 1 when guarantees exceed a resource.
 //! * `tailbound vdc serve VDC_FILE --listen ADDR` — Pulsar's controller as a service for the
-//!   enforcers (`tailbound enforcer --controller URL`); protocol in `tailbound_control`.
+//!   enforcers (`tailbound vdc enforcer --controller URL`); protocol in `tailbound_control`.
 
 use super::print_json;
 use crate::report::{VdcAllocFlow, VdcAllocHop, VdcAllocReport, VdcAllocResource};
@@ -33,6 +33,8 @@ pub enum VdcCommand {
     Alloc(AllocArgs),
     /// Run Pulsar's controller for a VDC file, serving the enforcers over HTTP/JSON
     Serve(ServeArgs),
+    /// Run Pulsar's rate enforcer as a proxy in front of a memcached
+    Enforcer(super::enforcer::EnforcerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +126,7 @@ pub fn run(c: VdcCommand) -> anyhow::Result<Outcome> {
         VdcCommand::Check(a) => check(a),
         VdcCommand::Alloc(a) => alloc(a),
         VdcCommand::Serve(a) => serve(a),
+        VdcCommand::Enforcer(a) => super::enforcer::run(a),
     }
 }
 

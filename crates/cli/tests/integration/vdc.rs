@@ -1,4 +1,4 @@
-//! `tailbound vdc check|alloc|serve` and `tailbound enforcer`: the operator's VDC files, the
+//! `tailbound vdc check|alloc|serve` and `tailbound vdc enforcer`: the operator's VDC files, the
 //! controller and an enforcer in front of a real memcached, as separate processes.
 
 use crate::common::{addr_in, json, stderr, tailbound, Running};
@@ -111,6 +111,7 @@ fn controller_and_enforcer_serve_a_tenant_and_stop_cleanly() {
     let backend = mc.addr().to_string();
     let url = format!("http://{ctl_addr}");
     let mut enf = Running::spawn(&[
+        "vdc",
         "enforcer",
         "--backend",
         &backend,
