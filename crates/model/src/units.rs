@@ -247,7 +247,10 @@ mod tests {
         for rate in ["100Mbps", "1gbps", "8bps", "10Mb/s", "10mb/s", "1kb/s"] {
             let e = parse_rate_bytes_per_s(rate).unwrap_err();
             assert!(matches!(e, UnitError::Ambiguous { .. }), "{rate}: {e}");
-            assert!(e.to_string().contains("Mbit") && e.to_string().contains("MB/s"), "{e}");
+            assert!(
+                e.to_string().contains("Mbit") && e.to_string().contains("MB/s"),
+                "{e}"
+            );
         }
         for size in ["64k", "64kb", "1m", "1mb", "2g", "512b", "1Kb"] {
             let e = parse_size_bytes(size).unwrap_err();

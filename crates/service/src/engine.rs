@@ -562,7 +562,7 @@ impl Engine {
                 ..Change::default()
             },
             decision,
-            next: logged.then(|| Next {
+            next: logged.then_some(Next {
                 net: None,
                 state: None,
                 placer: None,
@@ -938,7 +938,7 @@ fn characterize_traffic(
         trace.requests
     } else if let Some(spec) = &t.model {
         let expected = spec.arrival.max_rate_per_s() * spec.duration_s;
-        if !(expected <= MAX_GENERATED_REQUESTS) {
+        if expected.is_nan() || expected > MAX_GENERATED_REQUESTS {
             return Err(ServiceError::invalid(
                 "traffic.model.duration_s",
                 format!(

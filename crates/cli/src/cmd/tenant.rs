@@ -111,10 +111,7 @@ fn client(c: &Conn) -> anyhow::Result<ServiceClient> {
     if !(c.timeout.is_finite() && c.timeout > 0.0 && c.timeout <= 3600.0) {
         bail!("--timeout {}: expected 0 to 3600 seconds", c.timeout);
     }
-    Ok(
-        ServiceClient::new(&c.server, token, Duration::from_secs_f64(c.timeout))
-            .context("--server")?,
-    )
+    ServiceClient::new(&c.server, token, Duration::from_secs_f64(c.timeout)).context("--server")
 }
 
 fn call<T: serde::de::DeserializeOwned>(
