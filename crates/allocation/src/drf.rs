@@ -22,6 +22,8 @@ use std::collections::BinaryHeap;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Ev {
     pub lambda: f64,
+    /// low part of a double-double level (H-DRF's [`crate::hdrf`]); 0 for DRF
+    pub lo: f64,
     pub id: u32,
     pub version: u32,
 }
@@ -34,6 +36,7 @@ impl Ord for Ev {
         other
             .lambda
             .total_cmp(&self.lambda)
+            .then_with(|| other.lo.total_cmp(&self.lo))
             .then_with(|| other.id.cmp(&self.id))
     }
 }
@@ -106,6 +109,7 @@ impl Filler<'_> {
             self.version[j] += 1;
             self.heap.push(Ev {
                 lambda: lambda + ((self.cap[j] - self.load[j]) / self.slope[j]).max(0.0),
+                lo: 0.0,
                 id: j as u32,
                 version: self.version[j],
             });
@@ -178,6 +182,7 @@ pub fn drf(p: &Problem) -> Allocation {
         if f.count[j] > 0 {
             f.heap.push(Ev {
                 lambda: f.cap[j] / f.slope[j],
+                lo: 0.0,
                 id: j as u32,
                 version: 0,
             });

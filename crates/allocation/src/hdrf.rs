@@ -20,6 +20,10 @@
 //! the datacenter would make it quadratic. Instantaneous catch-ups (the jump above) are
 //! resolved at fixed `λ` with the same events, so nothing exceeds capacity during them.
 //!
+//! The level is a double-double (`Level`) and a tenant restarts a little after the level of
+//! its catch-up (`after`): at weights and demands ~10⁵ apart a tenant's μ can grow ~10¹⁵
+//! times faster than `λ`, which an f64 level cannot follow (issue 27).
+//!
 //! With one flow per tenant this is exactly weighted DRF (a property test checks it).
 
 use crate::drf::Ev;
@@ -27,6 +31,74 @@ use crate::problem::{Allocation, Problem};
 use std::collections::BinaryHeap;
 
 const REL: f64 = 1e-12;
+
+/// How far after `λ`, relative to it, a tenant leaves a catch-up; see [`after`].
+const AFTER: f64 = 1e-12;
+
+/// The fill level `λ`, carried as an unevaluated sum `hi + lo` (double-double, ~32 digits).
+///
+/// A tenant whose dominant resource is pinned by stopped flows grows μ at ~10¹⁵ per unit of
+/// `λ`, so a resource can fill within a few ulps of an f64 `λ`; loads and μ computed from
+/// `λ − λ_ref` then carried errors of ~10⁻⁷ of a capacity (and an event one ulp away landed
+/// on `λ` itself, stopping the fill). Differences of two levels are exact here, and every
+/// event time is a level plus an f64 step.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Level {
+    hi: f64,
+    lo: f64,
+}
+
+impl Level {
+    /// `self + d`, renormalised (Knuth's two-sum).
+    fn plus(self, d: f64) -> Level {
+        let s = self.hi + d;
+        let bb = s - self.hi;
+        let err = (self.hi - (s - bb)) + (d - bb);
+        let lo = self.lo + err;
+        let hi = s + lo;
+        Level {
+            hi,
+            lo: lo - (hi - s),
+        }
+    }
+
+    /// `self − other` as an f64 (exact to its last bit when the two are close).
+    fn minus(self, other: Level) -> f64 {
+        let s = self.hi - other.hi;
+        let bb = s - self.hi;
+        let err = (self.hi - (s - bb)) + (-other.hi - bb);
+        s + (err + (self.lo - other.lo))
+    }
+
+    fn value(self) -> f64 {
+        self.hi + self.lo
+    }
+
+    fn max(self, other: Level) -> Level {
+        if other.minus(self) > 0.0 {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// The level a tenant leaves a catch-up at: a little after `lambda` (relative [`AFTER`]),
+/// where its μ bounds are evaluated and from which it grows again.
+///
+/// When weights and demands are ~10⁵ apart, a flow that stopped on its tenant's dominant
+/// resource leaves a sibling that barely uses it: that resource's bound on μ is a line whose
+/// value is rounding noise (the tenant's share minus the stopped flows' use, ~10¹¹ − 10¹¹)
+/// and whose slope is ~10¹⁸. It crosses the flat line that really binds a few ulps of `λ`
+/// later, so evaluated at `λ` the steep line bound μ: events "at the crossing" (and resources
+/// saturating under the steep slope) landed on `λ` again, the fill made no progress and
+/// stopped flows short of their demand with no resource saturated. At `after(λ)` the steep
+/// line has left, the catch-up takes μ to the flat one at once, and the tenant's growth
+/// restarts from `after(λ)`, so its shares stay on its lines (nothing runs ahead of `wλ`).
+/// Capacity is never exceeded: the catch-up stops at every resource's headroom.
+fn after(lambda: Level) -> Level {
+    lambda.plus((lambda.hi * AFTER).max(f64::MIN_POSITIVE))
+}
 
 /// Below this fraction of its previous value, an incrementally updated sum is recomputed.
 const CANCEL: f64 = 1e-3;
@@ -57,13 +129,13 @@ struct Hdrf<'a> {
     t_active: Vec<u32>,
     t_mu: Vec<f64>,
     t_slope: Vec<f64>,
-    t_ref: Vec<f64>,
+    t_ref: Vec<Level>,
     t_version: Vec<u32>,
     t_detached: Vec<bool>,
     // resources
     load: Vec<f64>,
     slope: Vec<f64>,
-    refl: Vec<f64>,
+    refl: Vec<Level>,
     count: Vec<u32>,
     version: Vec<u32>,
     saturated: Vec<bool>,
@@ -172,12 +244,12 @@ impl<'a> Hdrf<'a> {
             t_active,
             t_mu: vec![0.0; nt],
             t_slope: vec![0.0; nt],
-            t_ref: vec![0.0; nt],
+            t_ref: vec![Level::default(); nt],
             t_version: vec![0; nt],
             t_detached: vec![false; nt],
             load: vec![0.0; n],
             slope: vec![0.0; n],
-            refl: vec![0.0; n],
+            refl: vec![Level::default(); n],
             count,
             version: vec![0; n],
             saturated: vec![false; n],
@@ -191,8 +263,8 @@ impl<'a> Hdrf<'a> {
         }
     }
 
-    fn advance_res(&mut self, j: usize, lambda: f64) {
-        self.load[j] += self.slope[j] * (lambda - self.refl[j]);
+    fn advance_res(&mut self, j: usize, lambda: Level) {
+        self.load[j] += self.slope[j] * lambda.minus(self.refl[j]);
         self.refl[j] = lambda;
     }
 
@@ -206,12 +278,12 @@ impl<'a> Hdrf<'a> {
 
     /// Takes tenant `t` out of the fill at `lambda`: its μ and its resources' loads are brought
     /// to `lambda` and its slope contributions removed.
-    fn detach(&mut self, t: usize, lambda: f64) {
+    fn detach(&mut self, t: usize, lambda: Level) {
         if self.t_detached[t] {
             return;
         }
         self.t_detached[t] = true;
-        self.t_mu[t] += self.t_slope[t] * (lambda - self.t_ref[t]);
+        self.t_mu[t] += self.t_slope[t] * lambda.minus(self.t_ref[t]);
         self.t_ref[t] = lambda;
         self.t_version[t] += 1;
         let s = self.t_slope[t];
@@ -293,7 +365,7 @@ impl<'a> Hdrf<'a> {
     }
 
     /// Resource `j` is full at `lambda`: every flow still growing on it stops.
-    fn saturate(&mut self, j: usize, lambda: f64) {
+    fn saturate(&mut self, j: usize, lambda: Level) {
         self.saturated[j] = true;
         for e in self.toff[j]..self.toff[j + 1] {
             let i = self.tcol[e].0 as usize;
@@ -306,20 +378,20 @@ impl<'a> Hdrf<'a> {
         }
     }
 
-    /// The μ bound of each slot with β > 0 at `lambda`, as `(value, slope dμ/dλ)`.
-    fn line(&self, t: usize, k: usize, lambda: f64) -> (f64, f64) {
+    /// The μ bound of slot `k` (β > 0) of tenant `t` at `lambda`, as `(value, slope dμ/dλ)`.
+    fn line(&self, t: usize, k: usize, lambda: Level) -> (f64, f64) {
         let j = self.slot_res[k] as usize;
         let wt = self.p.tenant_weight(t);
         let b = self.slot_beta[k];
         (
-            (wt * lambda * self.cap[j] - self.slot_f[k]) / b,
+            (wt * lambda.value() * self.cap[j] - self.slot_f[k]) / b,
             wt * self.cap[j] / b,
         )
     }
 
     /// Lets detached tenant `t` catch up at fixed `lambda` (flows meeting demand and resources
     /// saturating on the way), then re-attaches it.
-    fn process(&mut self, t: usize, lambda: f64) {
+    fn process(&mut self, t: usize, lambda: Level) {
         let slots = self.t_slot_off[t]..self.t_slot_off[t + 1];
         loop {
             if self.t_active[t] == 0 {
@@ -331,7 +403,7 @@ impl<'a> Hdrf<'a> {
             let mut headroom = f64::INFINITY;
             for k in slots.clone() {
                 if self.slot_beta[k] > 0.0 {
-                    target = target.min(self.line(t, k, lambda).0);
+                    target = target.min(self.line(t, k, after(lambda)).0);
                     let j = self.slot_res[k] as usize;
                     headroom =
                         headroom.min(((self.cap[j] - self.load[j]) / self.slot_beta[k]).max(0.0));
@@ -395,15 +467,17 @@ impl<'a> Hdrf<'a> {
     }
 
     /// Puts tenant `t` back into the fill at `lambda` with the slope of its binding resource.
-    fn attach(&mut self, t: usize, lambda: f64) {
+    fn attach(&mut self, t: usize, lambda: Level) {
         self.t_detached[t] = false;
         let slots = self.t_slot_off[t]..self.t_slot_off[t + 1];
         let mu = self.t_mu[t];
+        // the tenant grows again from `at` (see `after`); the lines are evaluated there
+        let at = after(lambda);
         // binding lines: value at (or below) μ; among them the least slope binds for λ > λ0
         let mut min_val = f64::INFINITY;
         for k in slots.clone() {
             if self.slot_beta[k] > 0.0 {
-                min_val = min_val.min(self.line(t, k, lambda).0);
+                min_val = min_val.min(self.line(t, k, at).0);
             }
         }
         if !min_val.is_finite() {
@@ -413,41 +487,46 @@ impl<'a> Hdrf<'a> {
         let mut s = f64::INFINITY;
         for k in slots.clone() {
             if self.slot_beta[k] > 0.0 {
-                let (v, sl) = self.line(t, k, lambda);
+                let (v, sl) = self.line(t, k, at);
                 if v <= tie {
                     s = s.min(sl);
                 }
             }
         }
         self.t_slope[t] = s;
-        self.t_ref[t] = lambda;
+        self.t_ref[t] = at;
         for k in slots.clone() {
             let j = self.slot_res[k] as usize;
             self.advance_res(j, lambda);
+            // the load's line passes through this tenant's use at `at`, not at `lambda`
+            self.load[j] -= self.slot_beta[k] * s * at.minus(lambda);
             self.slope[j] += self.slot_beta[k] * s;
             self.mark_dirty(j);
         }
-        // next tenant event: a flow meets its demand, or another resource binds
-        let mut next = lambda + (self.next_full(t) - mu).max(0.0) / s;
+        // next tenant event: a flow meets its demand, or another resource binds (at λ⁺ or
+        // later, see `line`)
+        let mut step = (self.next_full(t) - mu).max(0.0) / s;
         for k in slots {
             if self.slot_beta[k] > 0.0 {
-                let (v, sl) = self.line(t, k, lambda);
+                let (v, sl) = self.line(t, k, at);
                 if sl < s && v > tie {
-                    next = next.min(lambda + (v - mu) / (s - sl));
+                    step = step.min((v - mu) / (s - sl));
                 }
             }
         }
         self.t_version[t] += 1;
-        if next.is_finite() {
+        if step.is_finite() {
+            let next = at.plus(step);
             self.ten_heap.push(Ev {
-                lambda: next,
+                lambda: next.hi,
+                lo: next.lo,
                 id: t as u32,
                 version: self.t_version[t],
             });
         }
     }
 
-    fn drain(&mut self, lambda: f64) {
+    fn drain(&mut self, lambda: Level) {
         while let Some(t) = self.work.pop() {
             let t = t as usize;
             if self.t_detached[t] {
@@ -460,8 +539,10 @@ impl<'a> Hdrf<'a> {
             if self.saturated[j] || self.count[j] == 0 || self.slope[j] <= 0.0 {
                 continue;
             }
+            let at = self.refl[j].plus(((self.cap[j] - self.load[j]) / self.slope[j]).max(0.0));
             self.res_heap.push(Ev {
-                lambda: self.refl[j] + ((self.cap[j] - self.load[j]) / self.slope[j]).max(0.0),
+                lambda: at.hi,
+                lo: at.lo,
                 id: j as u32,
                 version: self.version[j],
             });
@@ -475,8 +556,8 @@ impl<'a> Hdrf<'a> {
                 self.work.push(t as u32);
             }
         }
-        self.drain(0.0);
-        let mut lambda: f64 = 0.0;
+        let mut lambda = Level::default();
+        self.drain(lambda);
         // each event stops a flow, fills a resource or changes a tenant's binding resource
         let mut budget = 64 * (self.p.flows() + self.p.resources() + self.p.tenants()) + 64;
         while budget > 0 {
@@ -497,8 +578,8 @@ impl<'a> Hdrf<'a> {
                     break;
                 }
             }
-            let lr = self.res_heap.peek().map(|e| e.lambda);
-            let lt = self.ten_heap.peek().map(|e| e.lambda);
+            let lr = self.res_heap.peek().map(|e| (e.lambda, e.lo));
+            let lt = self.ten_heap.peek().map(|e| (e.lambda, e.lo));
             let resource_first = match (lr, lt) {
                 (None, None) => break,
                 (Some(a), Some(b)) => a <= b,
@@ -507,11 +588,17 @@ impl<'a> Hdrf<'a> {
             };
             if resource_first {
                 let Some(e) = self.res_heap.pop() else { break };
-                lambda = lambda.max(e.lambda);
+                lambda = lambda.max(Level {
+                    hi: e.lambda,
+                    lo: e.lo,
+                });
                 self.saturate(e.id as usize, lambda);
             } else {
                 let Some(e) = self.ten_heap.pop() else { break };
-                lambda = lambda.max(e.lambda);
+                lambda = lambda.max(Level {
+                    hi: e.lambda,
+                    lo: e.lo,
+                });
                 self.detach(e.id as usize, lambda);
             }
             self.drain(lambda);
@@ -520,7 +607,7 @@ impl<'a> Hdrf<'a> {
         for i in 0..self.p.flows() {
             if self.active[i] {
                 let t = self.p.tenant(i);
-                let mu = self.t_mu[t] + self.t_slope[t] * (lambda - self.t_ref[t]);
+                let mu = self.t_mu[t] + self.t_slope[t] * lambda.minus(self.t_ref[t]);
                 self.x[i] = (self.r[i] * mu).clamp(0.0, 1.0);
             }
         }
@@ -621,5 +708,32 @@ mod tests {
         for (g, w) in got.iter().zip(want) {
             assert!(close(*g, w), "{got:?}");
         }
+    }
+
+    /// Regressions of issue 27 (found by `tests/integration/extremes.rs`): one tenant whose
+    /// dominant resource is pinned by a stopped flow while a sibling barely uses it. H-DRF
+    /// stopped the sibling short of its demand with no resource saturated (events landed on
+    /// the same f64 level, or a resource filled within an ulp of it).
+    #[test]
+    fn pinned_dominant_resource_does_not_stop_a_sibling_short() {
+        let mut p = Problem::new(vec![1e12, 2932417163.181276]).unwrap();
+        let t = p.add_tenant(0.001).unwrap();
+        p.add_flow(t, 1.0, &[(0, 0.001), (1, 1e12)]).unwrap();
+        p.add_flow(t, 1000.0, &[(0, 6.281182399011466)]).unwrap();
+        let h = hdrf(&p);
+        // flow 0 grows until link 1 is full
+        assert!(close(h.usage(&p)[1], 2932417163.181276), "{h:?}");
+
+        let mut p = Problem::new(vec![298.6368140776545, 2422574333.671735]).unwrap();
+        let t = p.add_tenant(0.001).unwrap();
+        p.add_flow(t, 1000.0, &[(1, 679080438.2419434)]).unwrap();
+        p.add_flow(t, 1.0, &[(0, 1e12), (1, 0.001)]).unwrap();
+        p.add_flow(t, 1000.0, &[(0, 9.83423861452965)]).unwrap();
+        let h = hdrf(&p);
+        assert!(close(h.usage(&p)[0], 298.6368140776545), "{h:?}");
+        assert!(
+            close(h.fraction[0], 1.0) && close(h.fraction[2], 1.0),
+            "{h:?}"
+        );
     }
 }

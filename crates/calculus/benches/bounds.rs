@@ -6,6 +6,13 @@
 //! martingale analysis (`martingale_bound_<n>_tenants`) beside it: `cold` clears its
 //! per-thread envelope cache before every iteration (a first decision), `warm` keeps it (the
 //! admission engine's later decisions re-bound flows it has seen).
+//!
+//! `snc_bound_18_hosts/<n>`: the paper's cluster, 18 hosts each both client and server, n
+//! tenants spread evenly (client t mod 18, server on another host), request rates scaled by
+//! 180/n so that every queue carries the same load at every n (the tenants share the hosts);
+//! then a sweep over 180..2000 tenants measures the CPU time of one `bound_all` (median of
+//! interleaved runs) and prints the log-log slope of time against tenants (the goal:
+//! ≤ 1.2). `SNC_SWEEP_MAX` caps the sweep's largest n (default 2000; 0 skips it).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rand::{Rng, SeedableRng};
@@ -97,6 +104,109 @@ fn network(n: usize, seed: u64) -> Network {
     b.build().expect("bench network is valid")
 }
 
+/// Hosts of the paper's cluster (snc-meister §6).
+const PAPER_HOSTS: usize = 18;
+
+/// `n` tenants on the paper's 18 hosts, per-queue load independent of `n` (file docs).
+fn paper_network(n: usize, seed: u64) -> Network {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut b = NetworkBuilder::new();
+    for h in 0..PAPER_HOSTS {
+        b.host(format!("h{h:02}"), GBPS, None);
+    }
+    let slos = [0.010, 0.020, 0.050, 0.100];
+    let scale = 8.0 * 180.0 / n as f64;
+    for t in 0..n {
+        let client = t % PAPER_HOSTS;
+        let server = (client + 1 + (t / PAPER_HOSTS) % (PAPER_HOSTS - 1)) % PAPER_HOSTS;
+        let states = 2 + t % 2;
+        let base = rng.gen_range(60.0..200.0) * scale;
+        let (req_b, resp_b) = (rng.gen_range(200.0..600.0), rng.gen_range(2000.0..6000.0));
+        let req = mmpp(&mut rng, states, base, req_b);
+        let resp = mmpp(&mut rng, states, base, resp_b);
+        let slo = Slo::new(slos[rng.gen_range(0..slos.len())], 99.9).expect("valid SLO constant");
+        let tenant = b.tenant(NewTenant::new(format!("T{t}"), slo).between(client, server));
+        for (suffix, stage, model) in [("req", Stage::NetIn, req), ("resp", Stage::NetOut, resp)] {
+            let models = FlowModels {
+                mmpp: Some(model),
+                arrival: None,
+            };
+            b.named_flow(tenant, format!("T{t}.{suffix}"), stage, models)
+                .expect("hosts exist");
+        }
+    }
+    b.build().expect("bench network is valid")
+}
+
+/// CPU time this thread has run [s] (Linux: /proc/thread-self/schedstat), so that other
+/// processes on a shared machine do not count; wall time elsewhere.
+fn thread_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or_else(
+            || {
+                static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+                START
+                    .get_or_init(std::time::Instant::now)
+                    .elapsed()
+                    .as_secs_f64()
+            },
+            |ns| ns * 1e-9,
+        )
+}
+
+/// The tenant-count sweep on the paper's hosts (file docs): medians of interleaved runs,
+/// then the least-squares slope of ln(time) against ln(tenants).
+fn sweep(opts: &BoundOptions) {
+    let max: usize = std::env::var("SNC_SWEEP_MAX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let sizes: Vec<usize> = [180, 360, 720, 1000, 1440, 2000]
+        .into_iter()
+        .filter(|&n| n <= max)
+        .collect();
+    if sizes.len() < 2 {
+        return;
+    }
+    let nets: Vec<Network> = sizes.iter().map(|&n| paper_network(n, 7)).collect();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    for _round in 0..5 {
+        for (net, t) in nets.iter().zip(&mut times) {
+            let start = thread_cpu_s();
+            let res = bound_all(black_box(net), Method::SncMeister, opts);
+            t.push(thread_cpu_s() - start);
+            black_box(res).expect("sweep network bounds");
+        }
+    }
+    let medians: Vec<f64> = times
+        .iter_mut()
+        .map(|t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        })
+        .collect();
+    for (n, m) in sizes.iter().zip(&medians) {
+        eprintln!(
+            "sweep: {n:5} tenants on {PAPER_HOSTS} hosts: {:9.2} ms CPU (median of 5)",
+            m * 1e3
+        );
+    }
+    let xs: Vec<f64> = sizes.iter().map(|&n| (n as f64).ln()).collect();
+    let ys: Vec<f64> = medians.iter().map(|m| m.ln()).collect();
+    let k = xs.len() as f64;
+    let (mx, my) = (xs.iter().sum::<f64>() / k, ys.iter().sum::<f64>() / k);
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    eprintln!(
+        "sweep: log-log slope {:.2} from {} to {} tenants (goal ≤ 1.2)",
+        sxy / sxx,
+        sizes[0],
+        sizes[sizes.len() - 1]
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let opts = BoundOptions {
         theta: ThetaSearch::Brent,
@@ -112,6 +222,21 @@ fn bench(c: &mut Criterion) {
     c.bench_function("snc_bound_180_tenants", |b| {
         b.iter(|| bound_all(black_box(&net), Method::SncMeister, &opts))
     });
+    let paper = paper_network(180, 7);
+    let res = bound_all(&paper, Method::SncMeister, &opts).expect("paper network bounds");
+    let bounded = res.iter().filter(|t| t.total.seconds().is_some()).count();
+    let meets = res.iter().filter(|t| t.meets_slo).count();
+    eprintln!("180 tenants on 18 hosts: {bounded} bounded, {meets} meet their SLO");
+    let mut hosts = c.benchmark_group("snc_bound_18_hosts");
+    hosts.sample_size(10);
+    for n in [180, 720] {
+        let net = paper_network(n, 7);
+        hosts.bench_with_input(BenchmarkId::from_parameter(n), &net, |b, net| {
+            b.iter(|| bound_all(black_box(net), Method::SncMeister, &opts))
+        });
+    }
+    hosts.finish();
+    sweep(&opts);
     let res = bound_all(&net, Method::SncMartingale, &opts).expect("bench network bounds");
     let bounded = res.iter().filter(|t| t.total.seconds().is_some()).count();
     let meets = res.iter().filter(|t| t.meets_slo).count();

@@ -181,6 +181,18 @@ pub fn bound(
     tenants: &[usize],
     opts: &BoundOptions,
 ) -> Result<Vec<TenantBound>, CalculusError> {
+    bound_with_progress(net, method, tenants, opts, &mut || {})
+}
+
+/// [`bound`], calling `done` after each tenant's bound (a caller's progress bar: the SNC
+/// analyses of thousands of tenants take minutes).
+pub fn bound_with_progress(
+    net: &Network,
+    method: Method,
+    tenants: &[usize],
+    opts: &BoundOptions,
+    done: &mut dyn FnMut(),
+) -> Result<Vec<TenantBound>, CalculusError> {
     net.validate()?;
     if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
         return Err(CalculusError::UnknownTenant {
@@ -191,10 +203,10 @@ pub fn bound(
     let priorities = net.priorities();
     match method {
         Method::SncMeister | Method::SncHop | Method::SncConv => {
-            snc::bound_tenants(net, method, &priorities, tenants, opts)
+            snc::bound_tenants(net, method, &priorities, tenants, opts, done)
         }
-        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts),
-        Method::SncMartingale => martingale::bound_tenants(net, &priorities, tenants, opts),
+        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, done),
+        Method::SncMartingale => martingale::bound_tenants(net, &priorities, tenants, opts, done),
     }
 }
 

@@ -13,6 +13,20 @@
 use clap::builder::{RangedU64ValueParser, TypedValueParser};
 use tailbound_model::units::{Bytes, BytesPerSec, Seconds};
 
+/// The part of each trace that characterizes a tenant, as an operator chooses it
+/// (`--characterize`): `whole` or `first-half` (the second half characterizes nothing an
+/// operator runs; the experiments choose their own split).
+pub fn characterize() -> impl TypedValueParser<Value = tailbound_trace::Part> {
+    |s: &str| -> Result<tailbound_trace::Part, String> {
+        match s.parse() {
+            Ok(p @ (tailbound_trace::Part::Whole | tailbound_trace::Part::FirstHalf)) => Ok(p),
+            _ => Err(format!(
+                "{s:?} is not a part to characterize; expected whole or first-half"
+            )),
+        }
+    }
+}
+
 /// A whole number in `lo..=hi` (counts of runs, tenants, threads...).
 pub fn count(lo: u64, hi: u64) -> RangedU64ValueParser<usize> {
     RangedU64ValueParser::<usize>::new().range(lo..=hi)

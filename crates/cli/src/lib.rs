@@ -86,6 +86,10 @@ pub enum Command {
     /// Add, remove and list tenants of a running service (`tailbound serve`)
     #[command(subcommand)]
     Tenant(cmd::tenant::TenantCommand),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the man pages of tailbound and every command to a folder
+    Man(cmd::docs::ManArgs),
 }
 
 /// Runs one parsed command.
@@ -107,6 +111,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Enforce(c) => cmd::enforce::run(c),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Tenant(c) => cmd::tenant::run(c),
+        Command::Completions(a) => cmd::docs::completions(a),
+        Command::Man(a) => cmd::docs::man(a),
     }
 }
 

@@ -32,7 +32,7 @@ use tailbound_allocation::{ControllerConfig, Datacenter, Mechanism, VdcSpec};
 use tailbound_curves::work::{PiecewiseCost, TokenCost};
 pub use tailbound_vdc_sim::Isolation;
 use tailbound_vdc_sim::{
-    simulate_vdc, ApplianceModel, FlowWorkload, IntervalRecord, Loop, VdcSimConfig,
+    simulate_vdc_with_progress, ApplianceModel, FlowWorkload, IntervalRecord, Loop, VdcSimConfig,
 };
 
 /// One "MT/s" of the paper in this scaled setup [tokens/s].
@@ -352,17 +352,19 @@ fn check(cfg: &VdcConfig) -> Result<(), VdcExperimentError> {
 ///
 /// # Errors
 /// [`VdcExperimentError`] for invalid settings.
+/// `progress` is called with the fraction of the experiment simulated so far, at the end of
+/// every control interval.
 pub fn enforcement(
     cfg: &VdcConfig,
     modes: &[Isolation],
-    mut progress: impl FnMut(),
+    mut progress: impl FnMut(f64),
 ) -> Result<EnforcementExperiment, VdcExperimentError> {
     check(cfg)?;
     let (dc, models, workloads, metrics) = enforcement_setup()?;
     let n_intervals = (cfg.duration_s / cfg.interval_s).floor() as usize;
     let warmup = (n_intervals / 3).max(1);
     let mut out = Vec::new();
-    for &isolation in modes {
+    for (m, &isolation) in modes.iter().enumerate() {
         let sim_cfg = VdcSimConfig {
             isolation,
             duration_s: cfg.duration_s,
@@ -370,7 +372,9 @@ pub fn enforcement(
             seed: cfg.seed,
             ..VdcSimConfig::default()
         };
-        let res = simulate_vdc(&dc, &models, &workloads, &sim_cfg)?;
+        let mut on_interval =
+            |t_s: f64| progress((m as f64 + t_s / cfg.duration_s) / modes.len() as f64);
+        let res = simulate_vdc_with_progress(&dc, &models, &workloads, &sim_cfg, &mut on_interval)?;
         let series: Vec<(f64, Vec<f64>)> = res
             .intervals
             .iter()
@@ -410,7 +414,6 @@ pub fn enforcement(
             tenants,
             series,
         });
-        progress();
     }
     Ok(EnforcementExperiment {
         config: cfg.clone(),
@@ -482,7 +485,12 @@ pub struct CapacityPoint {
 ///
 /// # Errors
 /// [`VdcExperimentError`] for invalid settings.
-pub fn capacity(cfg: &VdcConfig) -> Result<CapacityExperiment, VdcExperimentError> {
+/// `progress` is called with the fraction simulated so far, at the end of every control
+/// interval.
+pub fn capacity(
+    cfg: &VdcConfig,
+    mut progress: impl FnMut(f64),
+) -> Result<CapacityExperiment, VdcExperimentError> {
     check(cfg)?;
     let order = [
         ("D", "s1", 200.0, 0.56, 65536u64, 8u32),
@@ -547,7 +555,10 @@ pub fn capacity(cfg: &VdcConfig) -> Result<CapacityExperiment, VdcExperimentErro
         seed: cfg.seed,
         ..VdcSimConfig::default()
     };
-    let res = simulate_vdc(&dc, &models, &workloads, &sim_cfg)?;
+    let total_s = sim_cfg.duration_s;
+    let res = simulate_vdc_with_progress(&dc, &models, &workloads, &sim_cfg, &mut |t_s| {
+        progress(t_s / total_s)
+    })?;
     let kv = dc.resource("kv").unwrap_or(0);
     // each tenant's virtual key-value store
     let vkv: Vec<usize> = dc
@@ -671,7 +682,7 @@ mod tests {
             Isolation::NetworkOnly,
             Isolation::PerAppliance,
         ];
-        let exp = enforcement(&cfg, &modes, || {}).unwrap();
+        let exp = enforcement(&cfg, &modes, |_| {}).unwrap();
         let pulsar = ratios(&exp, Isolation::Pulsar);
         assert_eq!(pulsar.len(), 4);
         // A, B, C, D in order; every one at least MET of its guarantee
@@ -692,7 +703,7 @@ mod tests {
     /// requests (charged half their cost) lower the capacity, B's raise it again.
     #[test]
     fn capacity_estimate_converges_after_each_change() {
-        let exp = capacity(&VdcConfig::default()).unwrap();
+        let exp = capacity(&VdcConfig::default(), |_| {}).unwrap();
         assert_eq!(exp.phases.len(), 3);
         for p in &exp.phases {
             assert!(p.holds(), "{p:?}");

@@ -262,17 +262,33 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 /// As [`load`], fitting `models` (a model config JSON carries its MMPPs whatever `models`
 /// says).
 pub fn load_with(path: &Path, models: Models) -> Result<Scenario, ScenarioError> {
+    load_part(path, models, None)
+}
+
+/// As [`load_with`], with the part of each trace that characterizes its tenant chosen by the
+/// caller (an operator's `--characterize`): `Some(part)` for every format that reads traces;
+/// `None` keeps each format's default (an own scenario's `[characterize] part`, the first half
+/// for an SNC-Meister topology, as the papers' experiments do). A model config has no traces.
+pub fn load_part(
+    path: &Path,
+    models: Models,
+    part: Option<Part>,
+) -> Result<Scenario, ScenarioError> {
     let kind = detect(path)?;
-    tracing::debug!(file = %path.display(), ?kind, "loading scenario");
+    tracing::debug!(file = %path.display(), ?kind, ?part, "loading scenario");
     match kind {
-        FileKind::Own => own::read_with(path, models),
-        FileKind::SncTopology => snc_meister::read_topology(
-            path,
-            &snc_meister::Options {
-                models,
-                ..snc_meister::Options::default()
-            },
-        ),
+        FileKind::Own => own::read_characterized(path, models, part),
+        FileKind::SncTopology => {
+            let defaults = snc_meister::Options::default();
+            snc_meister::read_topology(
+                path,
+                &snc_meister::Options {
+                    models,
+                    part: part.unwrap_or(defaults.part),
+                    ..defaults
+                },
+            )
+        }
         FileKind::SncConfig => snc_meister::read_config_scenario(path),
     }
 }

@@ -224,14 +224,29 @@ pub fn read(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// As [`read`], fitting `models`.
 pub fn read_with(path: &Path, models: Models) -> Result<Scenario, ScenarioError> {
+    read_characterized(path, models, None)
+}
+
+/// As [`read_with`], characterizing every tenant on `part` of its trace instead of the file's
+/// `[characterize] part` when `part` is given (a command's `--characterize`).
+pub fn read_characterized(
+    path: &Path,
+    models: Models,
+    part: Option<Part>,
+) -> Result<Scenario, ScenarioError> {
     let text = read_text(path)?;
-    if path
+    let mut file = if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
     {
-        return build(path, toml_file(path, &text)?, models);
+        toml_file(path, &text)?
+    } else {
+        parse_json(path, &text)?
+    };
+    if let Some(part) = part {
+        file.characterize.part = part;
     }
-    build(path, parse_json(path, &text)?, models)
+    build(path, file, models)
 }
 
 /// Parses a scenario in tailbound's own TOML format from text; `path` names it in errors and

@@ -113,8 +113,27 @@ fn default_percentile() -> f64 {
     DEFAULT_PERCENTILE
 }
 
+/// Largest scenario, topology or model-config file read [bytes] (10 000 tenants take ~3 MB):
+/// memory stays bounded whatever the path names (`/dev/zero`, a huge file).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 pub(crate) fn read_text(path: &Path) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path).map_err(|e| ScenarioError::io(path, e))
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| ScenarioError::io(path, e))?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| ScenarioError::io(path, e))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(ScenarioError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "the file is larger than {} MiB; a scenario is at most that",
+                MAX_FILE_BYTES >> 20
+            ),
+        });
+    }
+    Ok(text)
 }
 
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(

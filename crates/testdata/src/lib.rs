@@ -7,6 +7,8 @@
 //! saying where they looked, since a test without its data cannot mean anything; benches use
 //! [`try_shared_dir`] to skip instead.
 
+pub mod fuzz;
+
 use std::path::PathBuf;
 
 /// `shared/` beside the repository, if it holds the production traces.

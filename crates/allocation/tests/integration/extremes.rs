@@ -2,8 +2,8 @@
 //! demands drawn log-uniformly over all of `MIN_QUANTITY..=MAX_QUANTITY` and weights over
 //! `MIN_WEIGHT..=MAX_WEIGHT`, with relative tolerances only (no absolute slack hides a tiny
 //! resource): no resource over its capacity and no flow over its demand (every mechanism),
-//! every flow below its demand held back by a saturated resource (DRF and first-fit; not yet
-//! H-DRF, see below), and DRF's bottleneck condition. `tailbound alloc`'s reader refuses values
+//! every flow below its demand held back by a saturated resource (every mechanism), and DRF's
+//! bottleneck condition. `tailbound alloc`'s reader refuses values
 //! outside the ranges, naming them.
 
 use proptest::prelude::*;
@@ -71,11 +71,6 @@ fn check(p: &Problem, a: &Allocation, m: Mechanism) -> Result<(), TestCaseError>
     let usage = a.usage(p);
     for (j, (&u, &c)) in usage.iter().zip(p.capacity()).enumerate() {
         prop_assert!(u <= c * (1.0 + REL), "{m}: resource {j} uses {u} of {c}");
-    }
-    if m == Mechanism::Hdrf {
-        // not met yet: at these ratios H-DRF can stop a flow short of its demand with no
-        // resource saturated (its catch-up events); what it gives out stays within capacity
-        return Ok(());
     }
     let sat = a.saturated(p, SHORT);
     for i in 0..p.flows() {

@@ -3,5 +3,6 @@
 
 mod controller;
 mod extremes;
+mod fuzz;
 mod mra;
 mod steps;

@@ -53,12 +53,14 @@ pub(crate) fn bound_tenants(
     priorities: &[u32],
     tenants: &[usize],
     opts: &BoundOptions,
+    done: &mut dyn FnMut(),
 ) -> Result<Vec<TenantBound>, CalculusError> {
     let mut analysis = DncAnalysis::new(net, priorities)?;
     tenants
         .iter()
         .map(|&t| {
             let flows = analysis.tenant_flows(t)?;
+            done();
             Ok(crate::tenant_result(net, t, priorities[t], opts, flows))
         })
         .collect()

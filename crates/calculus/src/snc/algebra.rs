@@ -35,9 +35,22 @@
 //!
 //! [`ConvolutionRule::Original`] is SNC-Meister's: exactly equal rates weaken ρ_S to 0.99·ρ_S,
 //! close-but-unequal rates use their gap as is, deterministic servers get no special case.
+//!
+//! **The shared θ grid.** An analysis evaluates the same arrivals (every flow's MMPP, the
+//! groups' outputs upstream) at thousands of θ, one θ search per flow. Every arrival without a
+//! Hölder operator below it (its value does not depend on the Hölder exponents) keeps its
+//! exact (ρ, σ) at the points θ_i = 10^{i/128} of one grid shared by the whole analysis
+//! ([`grid_theta`]), each computed once, on first use, from its inputs' grid values; an exact
+//! evaluation at a grid point reads them (exact, and cheap). With [`Eval::tabulated`], such an
+//! arrival is read between grid points by cubic interpolation in ln θ over the four nearest
+//! points (exact where every one is defined; at the domain's edges, where a neighbour is
+//! undefined, and within a factor 2 of the pole of an MGF below, the exact value is computed
+//! instead). An interpolated value is a guide for the θ
+//! search only, not a bound: the search evaluates exactly at the grid points around the
+//! minimum it finds (see `search`).
 
 use super::mmpp::MmppBound;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The set of independent sources a process derives from: flows, queues, dependency groups.
 /// Ids are chosen by the caller (the network analysis numbers flows, then queues, then groups).
@@ -114,6 +127,9 @@ pub enum ConvolutionRule {
 pub struct Eval<'a> {
     pub hoelder: &'a [f64],
     pub convolution: ConvolutionRule,
+    /// read arrivals off the shared θ grid by interpolation (module docs): a guide for a θ
+    /// search, not a bound; `false`: every value exact
+    pub tabulated: bool,
 }
 
 impl Eval<'_> {
@@ -121,7 +137,16 @@ impl Eval<'_> {
     pub const PLAIN: Eval<'static> = Eval {
         hoelder: &[],
         convolution: ConvolutionRule::Exact,
+        tabulated: false,
     };
+
+    /// This evaluation with every value exact.
+    pub fn exact(&self) -> Eval<'_> {
+        Eval {
+            tabulated: false,
+            ..*self
+        }
+    }
 
     /// (p, q) of a slot; (1, 1) for an independent operator.
     fn pq(&self, slot: Option<usize>) -> (f64, f64) {
@@ -143,6 +168,124 @@ pub struct MgfArrival(Arc<ArrivalNode>);
 struct ArrivalNode {
     kind: ArrivalKind,
     deps: Deps,
+    /// no Hölder operator below: the value depends on θ (and the convolution rule) only
+    fixed: bool,
+    /// supremum of θ where the MGFs below are finite, with every Hölder exponent 1 (the
+    /// domain of a `fixed` arrival)
+    sup: f64,
+    /// exact values at the shared grid's points under [`ConvolutionRule::Exact`] (module docs)
+    grid: Mutex<GridValues>,
+}
+
+impl ArrivalNode {
+    fn new(kind: ArrivalKind, deps: Deps) -> ArrivalNode {
+        let fixed = match &kind {
+            ArrivalKind::Mmpp(_) => true,
+            ArrivalKind::Sum(parts) => parts.iter().all(|a| a.0.fixed),
+            ArrivalKind::Aggregate(a, b, slot) => slot.is_none() && a.0.fixed && b.0.fixed,
+            ArrivalKind::Output(a, s, slot) => slot.is_none() && a.0.fixed && s.0.fixed,
+            ArrivalKind::Difference(total, parts) => {
+                total.0.fixed && parts.iter().all(|a| a.0.fixed)
+            }
+        };
+        let sup = match &kind {
+            ArrivalKind::Mmpp(m) => m.theta_sup(),
+            ArrivalKind::Sum(parts) => parts.iter().map(|a| a.0.sup).fold(f64::INFINITY, f64::min),
+            ArrivalKind::Aggregate(a, b, _) => a.0.sup.min(b.0.sup),
+            ArrivalKind::Output(a, s, _) => a.0.sup.min(s.0.sup),
+            ArrivalKind::Difference(total, _) => total.0.sup,
+        };
+        ArrivalNode {
+            kind,
+            deps,
+            fixed,
+            sup,
+            grid: Mutex::new(GridValues::default()),
+        }
+    }
+}
+
+/// One arrival's values at a run of consecutive grid points, grown as θ searches reach new
+/// points: `values[k]` is grid point `base + k`; ρ = NaN marks a point not computed yet,
+/// ρ = +∞ a point outside the domain.
+#[derive(Debug, Default)]
+struct GridValues {
+    base: i32,
+    values: Vec<RhoSigma>,
+}
+
+const UNKNOWN: RhoSigma = RhoSigma {
+    rho: f64::NAN,
+    sigma: 0.0,
+};
+const UNDEFINED: RhoSigma = RhoSigma {
+    rho: f64::INFINITY,
+    sigma: 0.0,
+};
+
+impl GridValues {
+    /// The stored value of point `i`: `None` not computed, `Some(None)` undefined.
+    fn get(&self, i: i32) -> Option<Option<RhoSigma>> {
+        let k = usize::try_from(i64::from(i) - i64::from(self.base)).ok()?;
+        let v = self.values.get(k)?;
+        if v.rho.is_nan() {
+            None
+        } else if v.rho == f64::INFINITY {
+            Some(None)
+        } else {
+            Some(Some(*v))
+        }
+    }
+
+    fn set(&mut self, i: i32, v: Option<RhoSigma>) {
+        if self.values.is_empty() {
+            self.base = i;
+        }
+        if i < self.base {
+            let grow = (self.base - i) as usize;
+            self.values.splice(0..0, std::iter::repeat_n(UNKNOWN, grow));
+            self.base = i;
+        }
+        let k = (i - self.base) as usize;
+        if k >= self.values.len() {
+            self.values.resize(k + 1, UNKNOWN);
+        }
+        self.values[k] = v.unwrap_or(UNDEFINED);
+    }
+}
+
+/// Points of the shared θ grid per decade.
+pub const GRID_PER_DECADE: f64 = 128.0;
+
+/// θ at point `i` of the shared grid: 10^{i/128} [1/work].
+pub fn grid_theta(i: i32) -> f64 {
+    10f64.powf(f64::from(i) / GRID_PER_DECADE)
+}
+
+/// The grid points around θ: `i` with θ_i ≤ θ < θ_{i+1} (`None` for θ ≤ 0, non-finite, or
+/// beyond the grid).
+pub fn grid_below(theta: f64) -> Option<i32> {
+    if !(theta > 0.0 && theta.is_finite()) {
+        return None;
+    }
+    let u = (theta.log10() * GRID_PER_DECADE).floor();
+    if !(u > f64::from(i32::MIN) + 2.0 && u < f64::from(i32::MAX) - 2.0) {
+        return None;
+    }
+    let mut i = u as i32;
+    // rounding of log10 may land one point off
+    if grid_theta(i) > theta {
+        i -= 1;
+    } else if grid_theta(i + 1) <= theta {
+        i += 1;
+    }
+    Some(i)
+}
+
+/// `Some(i)` when θ is exactly grid point `i`.
+fn grid_point(theta: f64) -> Option<i32> {
+    let i = grid_below(theta)?;
+    (grid_theta(i) == theta).then_some(i)
 }
 
 #[derive(Debug)]
@@ -152,6 +295,8 @@ enum ArrivalKind {
     Sum(Vec<MgfArrival>),
     Aggregate(MgfArrival, MgfArrival, Option<usize>),
     Output(MgfArrival, MgfService, Option<usize>),
+    /// a sum of independent MMPPs without some of them (see [`Algebra::difference`])
+    Difference(MgfArrival, Vec<MgfArrival>),
 }
 
 /// A service process bound. Cheap to clone (shared).
@@ -164,6 +309,32 @@ struct ServiceNode {
     deps: Deps,
     /// a constant-rate server or a tandem of them (σ = 0, ρ constant)
     deterministic: bool,
+    /// no Hölder operator below (see [`ArrivalNode::fixed`])
+    fixed: bool,
+    /// see [`ArrivalNode::sup`]
+    sup: f64,
+}
+
+impl ServiceNode {
+    fn new(kind: ServiceKind, deps: Deps, deterministic: bool) -> ServiceNode {
+        let fixed = match &kind {
+            ServiceKind::Constant(_) => true,
+            ServiceKind::Leftover(s, a, slot) => slot.is_none() && s.0.fixed && a.0.fixed,
+            ServiceKind::Convolution(s, t, slot) => slot.is_none() && s.0.fixed && t.0.fixed,
+        };
+        let sup = match &kind {
+            ServiceKind::Constant(_) => f64::INFINITY,
+            ServiceKind::Leftover(s, a, _) => s.0.sup.min(a.0.sup),
+            ServiceKind::Convolution(s, t, _) => s.0.sup.min(t.0.sup),
+        };
+        ServiceNode {
+            kind,
+            deps,
+            deterministic,
+            fixed,
+            sup,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -185,8 +356,113 @@ impl MgfArrival {
         &self.0.deps
     }
 
-    /// (ρ, σ) at θ, or `None` outside the domain.
+    /// (ρ, σ) at θ, or `None` outside the domain; interpolated on the shared grid when
+    /// `ev.tabulated` and this arrival has no Hölder operator below (module docs).
     pub fn bound(&self, theta: f64, ev: &Eval) -> Option<RhoSigma> {
+        if self.0.fixed && ev.convolution == ConvolutionRule::Exact {
+            if ev.tabulated {
+                return self.interpolated(theta, ev);
+            }
+            if let Some(i) = grid_point(theta) {
+                return self.at_point(i, ev);
+            }
+        }
+        self.exact(theta, ev)
+    }
+
+    /// The exact values at the four grid points from `i`, each computed once per arrival;
+    /// `None` when one is undefined.
+    fn at_grid(&self, i: i32, ev: &Eval) -> Option<[RhoSigma; 4]> {
+        let mut out = [UNKNOWN; 4];
+        let mut missing = false;
+        if let Ok(g) = self.0.grid.lock() {
+            for (k, o) in out.iter_mut().enumerate() {
+                match g.get(i + k as i32) {
+                    Some(Some(v)) => *o = v,
+                    Some(None) => return None,
+                    None => missing = true,
+                }
+            }
+        }
+        if !missing {
+            return Some(out);
+        }
+        // the inputs' grid values compose exactly at the same θ (no Hölder scaling below);
+        // computed without the lock (the inputs have their own)
+        let mut fresh = Vec::with_capacity(4);
+        for (k, o) in out.iter_mut().enumerate() {
+            if o.rho.is_nan() {
+                let j = i + k as i32;
+                let v = self.exact(grid_theta(j), ev);
+                fresh.push((j, v));
+                match v {
+                    Some(v) => *o = v,
+                    None => break,
+                }
+            }
+        }
+        if let Ok(mut g) = self.0.grid.lock() {
+            for &(j, v) in &fresh {
+                g.set(j, v);
+            }
+        }
+        fresh.iter().all(|(_, v)| v.is_some()).then_some(out)
+    }
+
+    /// The exact value at grid point `i`.
+    fn at_point(&self, i: i32, ev: &Eval) -> Option<RhoSigma> {
+        if let Some(v) = self.0.grid.lock().ok().and_then(|g| g.get(i)) {
+            return v;
+        }
+        let v = self.exact(grid_theta(i), ev);
+        if let Ok(mut g) = self.0.grid.lock() {
+            g.set(i, v);
+        }
+        v
+    }
+
+    /// Cubic interpolation in ln θ over the four nearest grid points; exact at a grid point
+    /// and wherever a neighbour is undefined.
+    fn interpolated(&self, theta: f64, ev: &Eval) -> Option<RhoSigma> {
+        if !(theta > 0.0 && theta.is_finite()) {
+            return None;
+        }
+        let u = theta.log10() * GRID_PER_DECADE;
+        let (lo, t) = (u.floor(), u - u.floor());
+        if !(lo > f64::from(i32::MIN) + 2.0 && lo < f64::from(i32::MAX) - 2.0) {
+            return self.exact(theta, ev);
+        }
+        let i = lo as i32;
+        // near an MGF's pole the values blow up faster than a cubic follows
+        if 2.0 * grid_theta(i + 2) > self.0.sup {
+            return self.exact(theta, ev);
+        }
+        if !(1e-9..=1.0 - 1e-9).contains(&t) {
+            return self.at_point(if t < 0.5 { i } else { i + 1 }, ev);
+        }
+        let Some(pts) = self.at_grid(i - 1, ev) else {
+            return self.exact(theta, ev);
+        };
+        // Lagrange weights of the nodes −1, 0, 1, 2 at t
+        let w = [
+            -t * (t - 1.0) * (t - 2.0) / 6.0,
+            (t + 1.0) * (t - 1.0) * (t - 2.0) / 2.0,
+            -(t + 1.0) * t * (t - 2.0) / 2.0,
+            (t + 1.0) * t * (t - 1.0) / 6.0,
+        ];
+        let mut out = RhoSigma {
+            rho: 0.0,
+            sigma: 0.0,
+        };
+        for (wk, p) in w.iter().zip(&pts) {
+            out.rho += wk * p.rho;
+            out.sigma += wk * p.sigma;
+        }
+        (out.rho.is_finite() && out.sigma.is_finite()).then_some(out)
+    }
+
+    /// (ρ, σ) at θ from the definitions (inputs read as `ev` says).
+    fn exact(&self, theta: f64, ev: &Eval) -> Option<RhoSigma> {
         match &self.0.kind {
             ArrivalKind::Mmpp(m) => Some(RhoSigma {
                 rho: m.rho(theta)?,
@@ -224,6 +500,15 @@ impl MgfArrival {
                 let sigma = x.sigma + y.sigma + geometric_sigma(theta, load);
                 sigma.is_finite().then_some(RhoSigma { rho: x.rho, sigma })
             }
+            ArrivalKind::Difference(total, parts) => {
+                let mut acc = total.bound(theta, ev)?;
+                for a in parts {
+                    let b = a.bound(theta, ev)?;
+                    acc.rho -= b.rho;
+                    acc.sigma -= b.sigma;
+                }
+                Some(acc)
+            }
         }
     }
 
@@ -243,6 +528,7 @@ impl MgfArrival {
                 let (p, q) = ev.pq(*slot);
                 (a.theta_sup(ev) / p).min(s.theta_sup(ev) / q)
             }
+            ArrivalKind::Difference(total, _) => total.theta_sup(ev),
         }
     }
 
@@ -259,6 +545,10 @@ impl MgfArrival {
                 out.extend(slot);
                 a.slots(out);
                 s.slots(out);
+            }
+            ArrivalKind::Difference(total, parts) => {
+                total.slots(out);
+                parts.iter().for_each(|a| a.slots(out));
             }
         }
     }
@@ -444,28 +734,25 @@ impl Algebra {
 
     /// An MMPP arrival deriving from `deps` (its flow, its dependency group).
     pub fn mmpp(&self, m: MmppBound, deps: Deps) -> MgfArrival {
-        MgfArrival(Arc::new(ArrivalNode {
-            kind: ArrivalKind::Mmpp(m),
-            deps,
-        }))
+        MgfArrival(Arc::new(ArrivalNode::new(ArrivalKind::Mmpp(m), deps)))
     }
 
     /// A constant-rate server: ρ = −rate, σ = 0; `rate` [work/step] > 0.
     pub fn constant(&self, rate_per_step: f64, deps: Deps) -> MgfService {
-        MgfService(Arc::new(ServiceNode {
-            kind: ServiceKind::Constant(rate_per_step),
+        MgfService(Arc::new(ServiceNode::new(
+            ServiceKind::Constant(rate_per_step),
             deps,
-            deterministic: true,
-        }))
+            true,
+        )))
     }
 
     /// A ⊕ B.
     pub fn aggregate(&mut self, a: &MgfArrival, b: &MgfArrival) -> MgfArrival {
         let slot = self.slot(a.deps(), b.deps());
-        MgfArrival(Arc::new(ArrivalNode {
-            deps: a.deps().union(b.deps()),
-            kind: ArrivalKind::Aggregate(a.clone(), b.clone(), slot),
-        }))
+        MgfArrival(Arc::new(ArrivalNode::new(
+            ArrivalKind::Aggregate(a.clone(), b.clone(), slot),
+            a.deps().union(b.deps()),
+        )))
     }
 
     /// ⊕ of many arrivals, grouping dependent ones first (§4.2): the arrivals are split into
@@ -535,39 +822,65 @@ impl Algebra {
         let deps = parts
             .iter()
             .fold(Deps::none(), |acc, a| acc.union(a.deps()));
-        Some(MgfArrival(Arc::new(ArrivalNode {
-            kind: ArrivalKind::Sum(parts),
+        Some(MgfArrival(Arc::new(ArrivalNode::new(
+            ArrivalKind::Sum(parts),
             deps,
-        })))
+        ))))
+    }
+
+    /// The sum `total` of mutually independent MMPP sources without `parts`, some of those
+    /// sources: ρ = ρ_total − Σ ρ_part, σ = 0, exact (the MGF of independent arrivals is the
+    /// product of theirs, and an MMPP's ρ is its exact log-MGF rate), so that a queue's cross
+    /// traffic is its one shared total less the few flows it excludes, O(excluded) and not
+    /// O(flows) per evaluation. `deps` are the remaining sources'. Defined where `total` is
+    /// (its domain is the least of all the sources'). The caller guarantees the precondition
+    /// (`None` when `total` is not a sum of MMPPs).
+    pub fn difference(
+        &self,
+        total: &MgfArrival,
+        parts: &[MgfArrival],
+        deps: Deps,
+    ) -> Option<MgfArrival> {
+        let is_mmpp = |a: &MgfArrival| matches!(a.0.kind, ArrivalKind::Mmpp(_));
+        let sums = match &total.0.kind {
+            ArrivalKind::Sum(all) => all.iter().all(is_mmpp),
+            _ => false,
+        };
+        (sums && parts.iter().all(is_mmpp)).then(|| {
+            MgfArrival(Arc::new(ArrivalNode::new(
+                ArrivalKind::Difference(total.clone(), parts.to_vec()),
+                deps,
+            )))
+        })
     }
 
     /// A ⊘ S: the departures of A from a queue offering S.
     pub fn output(&mut self, a: &MgfArrival, s: &MgfService) -> MgfArrival {
         let slot = self.slot(a.deps(), s.deps());
-        MgfArrival(Arc::new(ArrivalNode {
-            deps: a.deps().union(s.deps()),
-            kind: ArrivalKind::Output(a.clone(), s.clone(), slot),
-        }))
+        MgfArrival(Arc::new(ArrivalNode::new(
+            ArrivalKind::Output(a.clone(), s.clone(), slot),
+            a.deps().union(s.deps()),
+        )))
     }
 
     /// S ⊖ A: what S leaves after serving A (A of equal or higher priority).
     pub fn leftover(&mut self, s: &MgfService, a: &MgfArrival) -> MgfService {
         let slot = self.slot(a.deps(), s.deps());
-        MgfService(Arc::new(ServiceNode {
-            deps: a.deps().union(s.deps()),
-            kind: ServiceKind::Leftover(s.clone(), a.clone(), slot),
-            deterministic: false,
-        }))
+        MgfService(Arc::new(ServiceNode::new(
+            ServiceKind::Leftover(s.clone(), a.clone(), slot),
+            a.deps().union(s.deps()),
+            false,
+        )))
     }
 
     /// S ⊗ T: two servers in tandem as one.
     pub fn convolve(&mut self, s: &MgfService, t: &MgfService) -> MgfService {
         let slot = self.slot(s.deps(), t.deps());
-        MgfService(Arc::new(ServiceNode {
-            deps: s.deps().union(t.deps()),
-            deterministic: s.is_deterministic() && t.is_deterministic(),
-            kind: ServiceKind::Convolution(s.clone(), t.clone(), slot),
-        }))
+        MgfService(Arc::new(ServiceNode::new(
+            ServiceKind::Convolution(s.clone(), t.clone(), slot),
+            s.deps().union(t.deps()),
+            s.is_deterministic() && t.is_deterministic(),
+        )))
     }
 
     /// The latency problem of `a` through `s` at violation probability `epsilon`.
@@ -645,6 +958,7 @@ mod tests {
         let orig = Eval {
             hoelder: &[],
             convolution: ConvolutionRule::Original,
+            tabulated: false,
         };
         let so = st.bound(theta, &orig).unwrap();
         let want = -(1.0 - (-theta * 250.0).exp()).ln() / theta;

@@ -51,6 +51,7 @@ pub(crate) fn bound_tenants(
     priorities: &[u32],
     tenants: &[usize],
     opts: &BoundOptions,
+    done: &mut dyn FnMut(),
 ) -> Result<Vec<TenantBound>, CalculusError> {
     let mut analysis = Analysis::new(net, method, priorities)?;
     let mut out = Vec::with_capacity(tenants.len());
@@ -71,6 +72,7 @@ pub(crate) fn bound_tenants(
         }
         let priority = priorities.get(t).copied().unwrap_or(0);
         out.push(tenant_result(net, t, priority, opts, flows));
+        done();
     }
     Ok(out)
 }

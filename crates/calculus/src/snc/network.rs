@@ -34,7 +34,9 @@
 //! The outputs there derive from common sources, so most of their operators need Hölder:
 //! that is the looseness SNC-Meister removes.
 //!
-//! Every intermediate process is memoised for the whole analysis. The recursion follows
+//! Every intermediate process is memoised for the whole analysis, every arrival's values at the
+//! shared θ grid too (`algebra`), and the flows crossing each queue are indexed once, so that
+//! finding a path's cross traffic looks at the flows of its queues, not at every flow. The recursion follows
 //! traffic upstream; on a network whose flows feed back into themselves it would not end, so
 //! re-entering a computation in progress is reported as an error.
 
@@ -63,6 +65,13 @@ pub struct Analysis<'a> {
     alg: Algebra,
     source: Vec<MgfArrival>,
     link: Vec<MgfService>,
+    /// the flows crossing each queue, ascending
+    at_queue: Vec<Vec<usize>>,
+    /// (queue, level): the sum of the sources of every flow that starts at the queue with
+    /// priority ≤ level, when they are mutually independent (see [`Self::by_difference`])
+    totals: HashMap<(usize, u32), Option<MgfArrival>>,
+    /// whether groups of sources are built as a shared total less the rest
+    use_totals: bool,
     services: HashMap<Key, MgfService>,
     arrivals: HashMap<Key, MgfArrival>,
     active: HashSet<Key>,
@@ -129,6 +138,16 @@ impl<'a> Analysis<'a> {
             .iter()
             .map(|f| priorities.get(f.tenant).copied().unwrap_or(0))
             .collect();
+        let mut at_queue = vec![Vec::new(); nq];
+        for (f, flow) in net.flows.iter().enumerate() {
+            for &q in &flow.path {
+                if let Some(v) = at_queue.get_mut(q) {
+                    if v.last() != Some(&f) {
+                        v.push(f);
+                    }
+                }
+            }
+        }
         Ok(Analysis {
             net,
             level,
@@ -136,10 +155,21 @@ impl<'a> Analysis<'a> {
             alg,
             source,
             link,
+            at_queue,
+            totals: HashMap::new(),
+            use_totals: true,
             services: HashMap::new(),
             arrivals: HashMap::new(),
             active: HashSet::new(),
         })
+    }
+
+    /// This analysis with every group of sources aggregated member by member instead of as a
+    /// queue's shared total less the rest (`false`): the reference the totals are checked
+    /// against.
+    pub fn with_totals(mut self, on: bool) -> Analysis<'a> {
+        self.use_totals = on;
+        self
     }
 
     /// The time step of the analysis [s].
@@ -295,11 +325,20 @@ impl<'a> Analysis<'a> {
     ) -> Result<MgfService, CalculusError> {
         type Members = Vec<(usize, usize)>;
         let mut groups: BTreeMap<(usize, usize, Option<usize>), Members> = BTreeMap::new();
-        for (g, flow) in self.net.flows.iter().enumerate() {
+        // the flows crossing the path, ascending (the order the groups' members keep)
+        let mut crossing: Vec<usize> = path
+            .iter()
+            .filter_map(|&q| self.at_queue.get(q))
+            .flatten()
+            .copied()
+            .collect();
+        crossing.sort_unstable();
+        crossing.dedup();
+        for g in crossing {
             if excluded.contains(&g) || self.level[g] > level {
                 continue;
             }
-            let gp = &flow.path;
+            let gp = &self.net.flows[g].path;
             let mut i = 0;
             while i < path.len() {
                 if let Some(pos) = gp.iter().position(|&q| q == path[i]) {
@@ -413,6 +452,13 @@ impl<'a> Analysis<'a> {
         prev: Option<usize>,
     ) -> Result<MgfArrival, CalculusError> {
         if prev.is_none() {
+            if let Some(a) = self
+                .use_totals
+                .then(|| self.by_difference(members))
+                .flatten()
+            {
+                return Ok(a);
+            }
             let srcs: Vec<MgfArrival> = members
                 .iter()
                 .map(|&(g, _)| self.source[g].clone())
@@ -457,6 +503,55 @@ impl<'a> Analysis<'a> {
         let a = result?;
         self.arrivals.insert(key, a.clone());
         Ok(a)
+    }
+
+    /// The sources of `members` (flows that all start at one queue q) as the shared total of
+    /// the sources starting at q, of priority up to the members' lowest, less the few that are
+    /// not members (`Algebra::difference`): what makes a queue's cross traffic cost the same
+    /// per evaluation whatever the number of flows sharing it. `None` (aggregate the members
+    /// instead) when fewer than half would be left out or when some of those sources depend
+    /// on each other (a dependency group: Hölder, not a plain sum).
+    fn by_difference(&mut self, members: &[(usize, usize)]) -> Option<MgfArrival> {
+        let q = *self.net.flows[members.first()?.0].path.first()?;
+        let lvl = members.iter().map(|&(g, _)| self.level[g]).max()?;
+        let starting: Vec<usize> = self
+            .at_queue
+            .get(q)?
+            .iter()
+            .copied()
+            .filter(|&g| self.net.flows[g].path.first() == Some(&q) && self.level[g] <= lvl)
+            .collect();
+        let rest: Vec<usize> = starting
+            .iter()
+            .copied()
+            .filter(|g| !members.iter().any(|&(m, _)| m == *g))
+            .collect();
+        if members.len() < 2 || 2 * rest.len() > members.len() {
+            return None;
+        }
+        if !self.totals.contains_key(&(q, lvl)) {
+            // independent sources only: each derives from its own flow, no dependency group
+            let independent = starting
+                .iter()
+                .all(|&g| self.source[g].deps() == &Deps::single(g));
+            let total = if independent {
+                let srcs: Vec<MgfArrival> =
+                    starting.iter().map(|&g| self.source[g].clone()).collect();
+                self.alg.aggregate_all(&srcs)
+            } else {
+                None
+            };
+            self.totals.insert((q, lvl), total);
+        }
+        let total = self.totals.get(&(q, lvl))?.clone()?;
+        if rest.is_empty() {
+            return Some(total);
+        }
+        let parts: Vec<MgfArrival> = rest.iter().map(|&g| self.source[g].clone()).collect();
+        let deps = members.iter().fold(Deps::none(), |acc, &(g, _)| {
+            acc.union(self.source[g].deps())
+        });
+        self.alg.difference(&total, &parts, deps)
     }
 
     /// Flow g's arrival at the `idx`-th queue of its path, SNC-Meister style.
@@ -509,7 +604,8 @@ impl<'a> Analysis<'a> {
         self.enter(&key)?;
         let result: Result<_, CalculusError> = (|| {
             let mut cross = Vec::new();
-            for h in 0..self.net.flows.len() {
+            let at_q = self.at_queue.get(q).cloned().unwrap_or_default();
+            for h in at_q {
                 if h == g || self.level[h] > self.level[g] {
                     continue;
                 }

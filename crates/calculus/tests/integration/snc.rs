@@ -81,9 +81,10 @@ fn golden_grid_reproduces_snc_calculator() {
             "{name}: grid {ours} vs golden {total}"
         );
         assert!(g.meets_slo, "{name} meets its SLO in the original");
-        // Brent with the exact tandem of links is never looser
+        // Brent with the exact tandem of links is never looser, but for its θ landing on the
+        // shared grid (`snc::search`: within a few 1e-6 here)
         assert!(
-            secs(&b.total) <= ours * (1.0 + 1e-6),
+            secs(&b.total) <= ours * (1.0 + 2e-5),
             "{name}: brent {:?}",
             b.total
         );
@@ -473,6 +474,60 @@ fn arb_net() -> impl Strategy<Value = Network> {
 
 const METHODS: [Method; 3] = [Method::SncMeister, Method::SncHop, Method::SncConv];
 
+/// `hosts` hosts (out and in queues, 1 Gb/s), tenants (client, server, SLO index, grouped)
+/// each with a request and a response flow between two different hosts, loads scaled to the
+/// tenants per host so that most flows are bounded; tenants marked `grouped` share one
+/// dependency group.
+fn arb_shared_hosts() -> impl Strategy<Value = Network> {
+    (
+        3usize..=5,
+        prop::collection::vec(
+            (
+                arb_mmpp(),
+                arb_mmpp(),
+                0usize..5,
+                1usize..5,
+                0usize..3,
+                prop::bool::weighted(0.2),
+            ),
+            6..=16,
+        ),
+    )
+        .prop_map(|(hosts, tenants)| {
+            let mut b = NetworkBuilder::new();
+            for h in 0..hosts {
+                b.host(format!("h{h}"), GBPS, None);
+            }
+            let scale = 2.0 * hosts as f64 / tenants.len() as f64;
+            let scaled = |mut m: Mmpp| {
+                for s in &mut m.states {
+                    s.arrival_prob *= scale;
+                    s.rate_per_s *= scale;
+                }
+                m
+            };
+            for (i, (req, resp, c, d, slo, grouped)) in tenants.into_iter().enumerate() {
+                let (client, server) = (c % hosts, (c % hosts + d % (hosts - 1) + 1) % hosts);
+                let slo = Slo::new([0.01, 0.02, 0.05][slo], 99.9).unwrap();
+                let mut t = NewTenant::new(format!("T{i}"), slo).between(client, server);
+                if grouped {
+                    t.group = Some("g".into());
+                }
+                let t = b.tenant(t);
+                for (name, stage, m) in [("req", Stage::NetIn, req), ("resp", Stage::NetOut, resp)]
+                {
+                    let models = FlowModels {
+                        mmpp: Some(scaled(m)),
+                        arrival: None,
+                    };
+                    b.named_flow(t, format!("T{i}.{name}"), stage, models)
+                        .unwrap();
+                }
+            }
+            b.build().unwrap()
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -542,6 +597,38 @@ proptest! {
     }
 
     #[test]
+    fn the_shared_grid_and_totals_stay_within_a_thousandth_of_the_exact_search(
+        net in arb_shared_hosts()
+    ) {
+        // every flow's bound from the fast analysis (shared θ grid, per-queue totals) against
+        // the same analysis built member by member and minimised with every value exact
+        let prio = net.priorities();
+        for method in METHODS {
+            let mut fast = Analysis::new(&net, method, &prio).unwrap();
+            let mut exact = Analysis::new(&net, method, &prio).unwrap().with_totals(false);
+            for f in 0..net.flows.len() {
+                let eps = 1e-3 / 2.0;
+                let got = fast.flow_bound(f, method, eps, ThetaSearch::Brent).unwrap();
+                let problems = exact.problems(f, method, eps).unwrap();
+                let mut want = Some(0.0);
+                for p in &problems {
+                    let slots = p.slots().last().map_or(0, |s| s + 1);
+                    let m = search::minimise_exact(p, slots, ThetaSearch::Brent, ConvolutionRule::Exact);
+                    want = want.zip(m).map(|(w, m)| w + m.steps * exact.step_s());
+                }
+                match (got.seconds(), want) {
+                    (Some(g), Some(w)) => prop_assert!(
+                        g <= w * (1.0 + 1e-3),
+                        "{method:?} {}: {g} vs exact {w}", net.flows[f].name
+                    ),
+                    (None, None) => {}
+                    (g, w) => prop_assert!(false, "{method:?} {}: {g:?} vs exact {w:?}", net.flows[f].name),
+                }
+            }
+        }
+    }
+
+    #[test]
     fn aggregate_is_commutative(m1 in arb_mmpp(), m2 in arb_mmpp(), theta in 1e-7f64..1e-4) {
         let mut alg = Algebra::new();
         let a = alg.mmpp(MmppBound::new(&m1).unwrap(), Deps::single(0));
@@ -574,7 +661,7 @@ proptest! {
         }
         let p = alg.latency(&arrivals[0], &svc, eps);
         for rule in [ConvolutionRule::Exact, ConvolutionRule::Original] {
-            let ev = Eval { hoelder: &[], convolution: rule };
+            let ev = Eval { hoelder: &[], convolution: rule, tabulated: false };
             let g = search::grid(|t| p.steps_at(t, &ev));
             let b = search::brent(|t| p.steps_at(t, &ev), p.theta_sup(&ev));
             match (g, b) {

@@ -108,7 +108,7 @@ pub fn run(args: AllocArgs) -> anyhow::Result<Outcome> {
 fn run_input(a: AllocRunArgs) -> anyhow::Result<Outcome> {
     let path = a.input.context("an INPUT file is required")?;
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {name}"))?;
+    let text = super::read_input(&path, "allocation input")?;
     let input = AllocInput::from_json(&name, &text)?;
     let mra = a.mra;
     let out = input

@@ -1,19 +1,25 @@
 //! `tailbound bound SCENARIO`: every tenant's latency bound, per flow and in total.
 
-use super::{display_name, print_json};
+/// The most tenants `bound` analyses: the SNC analyses grow faster than quadratically with
+/// the tenants sharing queues (1000 tenants on one link take ~10 s, 5000 ~20 min on one core
+/// of a 2-core box), so more would not finish in an operator's session.
+pub const MAX_TENANTS: usize = 10_000;
+
+use super::{display_name, print_json, progress};
 use crate::report::{BoundFlow, BoundReport, BoundTenant};
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
-use tailbound_calculus::{bound_all, BoundOptions, Method, ThetaSearch};
+use tailbound_calculus::{bound_with_progress, BoundOptions, Method, ThetaSearch};
 use tailbound_model::Percentile;
 
 #[derive(Debug, Args)]
 pub struct BoundArgs {
     /// scenario: tailbound's own (TOML/JSON), SNC-Meister's topology JSON, or its model
-    /// config JSON
+    /// config JSON; at most 10 000 tenants (thousands sharing a link take minutes: a progress
+    /// bar on stderr counts them)
     pub scenario: PathBuf,
     /// the analysis: snc-meister (SNC with SNC-Meister's network analysis and dependency
     /// groups), snc-hop (SNC one queue at a time, ε split per hop), snc-conv (SNC leftover per
@@ -30,21 +36,37 @@ pub struct BoundArgs {
     /// (the original SNC-Meister's coarse-to-fine sweep); snc-martingale searches its own grid
     #[arg(long, default_value = "brent")]
     pub theta: ThetaSearch,
+    /// the part of each trace that characterizes its tenant: whole or first-half; default the
+    /// whole trace for an SNC-Meister topology, a tailbound scenario's `[characterize] part`
+    #[arg(long, value_name = "PART", value_parser = crate::args::characterize())]
+    pub characterize: Option<tailbound_trace::Part>,
     /// print JSON on stdout
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
-    let scenario = tailbound_scenario::load(&a.scenario)
+    let part = super::characterized_part(&a.scenario, a.characterize)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
+    let scenario =
+        tailbound_scenario::load_part(&a.scenario, tailbound_scenario::Models::Fitted, part)
+            .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let opts = BoundOptions {
         theta: a.theta,
         percentile: a.percentile,
     };
     let method = a.method;
     let net = &scenario.network;
-    let bounds = bound_all(net, method, &opts)?;
+    let n = net.tenants.len();
+    anyhow::ensure!(
+        n <= MAX_TENANTS,
+        "{}: {n} tenants; bound analyses at most {MAX_TENANTS} tenants per scenario (split it)",
+        a.scenario.display()
+    );
+    let bar = progress(n as u64, a.json, "bounds");
+    let all: Vec<usize> = (0..n).collect();
+    let bounds = bound_with_progress(net, method, &all, &opts, &mut || bar.inc(1))?;
+    bar.finish_and_clear();
     let report = BoundReport {
         scenario: display_name(&a.scenario),
         method: method.as_str().to_string(),

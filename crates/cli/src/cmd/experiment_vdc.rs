@@ -77,13 +77,20 @@ pub struct CapacityArgs {
     pub common: VdcCommon,
 }
 
+/// The progress bars' length: the experiments report the fraction simulated.
+const PERMILLE: u64 = 1000;
+
+fn permille(fraction: f64) -> u64 {
+    (fraction.clamp(0.0, 1.0) * PERMILLE as f64) as u64
+}
+
 pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
     match cmd {
         VdcCommand::Enforcement(a) => {
             let cfg = a.common.config(40.0);
             let modes: Vec<Isolation> = a.modes.clone();
-            let bar = progress(modes.len() as u64, a.common.output.json, "simulating");
-            let exp = enforcement(&cfg, &modes, || bar.inc(1))?;
+            let bar = progress(PERMILLE, a.common.output.json, "simulating");
+            let exp = enforcement(&cfg, &modes, |f| bar.set_position(permille(f)))?;
             bar.finish_and_clear();
             a.common.output.emit(
                 &exp,
@@ -103,7 +110,9 @@ pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
         }
         VdcCommand::Capacity(a) => {
             let cfg = a.common.config(40.0);
-            let exp = capacity(&cfg)?;
+            let bar = progress(PERMILLE, a.common.output.json, "simulating");
+            let exp = capacity(&cfg, |f| bar.set_position(permille(f)))?;
+            bar.finish_and_clear();
             a.common
                 .output
                 .emit(&exp, || capacity_figure(&exp), || capacity_table(&exp))?;

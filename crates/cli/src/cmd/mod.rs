@@ -7,6 +7,7 @@ pub mod alloc;
 pub mod bound;
 pub mod curve;
 pub mod demo;
+pub mod docs;
 pub mod enforce;
 pub mod enforcer;
 pub mod experiment;
@@ -38,6 +39,46 @@ pub fn load_trace(path: &Path) -> anyhow::Result<Trace> {
 }
 
 pub use crate::output::print_json;
+
+/// What characterizes each tenant of the scenario at `path` for `bound` and `place`: the
+/// operator's `--characterize` when given; otherwise the whole trace for an SNC-Meister
+/// topology (what SNC-ConfigGen does with the file it is given) and the scenario's own
+/// `[characterize] part` for tailbound's format (`None`: the format decides).
+pub fn characterized_part(
+    path: &Path,
+    flag: Option<tailbound_trace::Part>,
+) -> anyhow::Result<Option<tailbound_trace::Part>> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    Ok(match tailbound_scenario::detect(path)? {
+        tailbound_scenario::FileKind::SncTopology => Some(tailbound_trace::Part::Whole),
+        _ => None,
+    })
+}
+
+/// Largest input file (allocation input, workloads CSV, VDC file, decisions) the CLI reads
+/// whole [bytes]: memory stays bounded whatever the path names (`/dev/zero`, a huge file).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
+/// Reads the text file `path` (`what` it is, for messages), refusing one larger than
+/// [`MAX_INPUT_BYTES`].
+pub fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
+    use anyhow::Context;
+    use std::io::Read;
+    let name = path.display();
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {what} {name}"))?;
+    let mut text = String::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read {what} {name}"))?;
+    anyhow::ensure!(
+        text.len() as u64 <= MAX_INPUT_BYTES,
+        "{what} {name} is larger than {} MiB; the most tailbound reads",
+        MAX_INPUT_BYTES >> 20
+    );
+    Ok(text)
+}
 
 /// Writes a figure as SVG to `path`, whole or not at all.
 pub fn write_svg(path: &Path, figure: &Figure) -> anyhow::Result<()> {

@@ -4,7 +4,8 @@
 //! WORKLOADS is either a workloads CSV (`tailbound_placement::workloads_csv`: one workload per
 //! line, `name,trace,slo,percentile`, trace paths relative to the CSV) or a scenario file
 //! (`.toml`, or JSON), whose tenants' traces and SLOs are used. Each workload is characterized
-//! on the first half of its trace. A scenario's tenants are placed on its own server hosts
+//! on the part of its trace `--characterize` names: by default the whole trace for a CSV or an
+//! SNC-Meister topology, a tailbound scenario's own `[characterize] part`. A scenario's tenants are placed on its own server hosts
 //! (those with storage first; `--servers` at most their number), and the decisions speak the
 //! scenario's names — hosts, and only the flows each tenant has — so that `tailbound simulate
 //! SCENARIO --decisions` replays them.
@@ -55,6 +56,11 @@ pub struct PlaceArgs {
     /// curves)
     #[arg(long, value_name = "K", value_parser = args::count(1, 10_000))]
     pub max_segments: Option<usize>,
+    /// the part of each trace that characterizes its workload: whole or first-half; default the
+    /// whole trace for a CSV or an SNC-Meister topology, a tailbound scenario's
+    /// `[characterize] part`
+    #[arg(long, value_name = "PART", value_parser = args::characterize())]
+    pub characterize: Option<Part>,
     /// print JSON on stdout instead of a table
     #[arg(long)]
     pub json: bool,
@@ -104,23 +110,26 @@ struct Input {
     requests: Vec<Request>,
 }
 
-fn first_half(trace: &tailbound_trace::Trace, origin: &str) -> anyhow::Result<Vec<Request>> {
-    let first = Part::FirstHalf
+fn part_of(
+    trace: &tailbound_trace::Trace,
+    part: Part,
+    origin: &str,
+) -> anyhow::Result<Vec<Request>> {
+    let chosen = part
         .of(trace)
-        .with_context(|| format!("cannot split the trace of {origin} in halves"))?;
-    Ok(first.requests)
+        .with_context(|| format!("cannot take the {part} of the trace of {origin}"))?;
+    Ok(chosen.requests)
 }
 
-fn read_csv(path: &Path) -> anyhow::Result<Vec<Input>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn read_csv(path: &Path, part: Part) -> anyhow::Result<Vec<Input>> {
+    let text = super::read_input(path, "workloads")?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
     for w in parse_workloads_csv(path, &text)? {
         let at = || format!("{}:{}", path.display(), w.line);
         let trace = load_trace(&dir.join(&w.trace)).with_context(at)?;
         out.push(Input {
-            requests: first_half(&trace, &at())?,
+            requests: part_of(&trace, part, &at())?,
             name: w.name,
             slo: w.slo,
         });
@@ -128,22 +137,25 @@ fn read_csv(path: &Path) -> anyhow::Result<Vec<Input>> {
     Ok(out)
 }
 
-fn read_scenario(path: &Path) -> anyhow::Result<(Vec<Input>, Scenario)> {
+fn read_scenario(path: &Path, part: Option<Part>) -> anyhow::Result<(Vec<Input>, Scenario)> {
     // placement characterizes the requests itself: no MMPP or arrival curve needed here
-    let sc = tailbound_scenario::load_with(path, Models::None)?;
+    let sc = tailbound_scenario::load_part(path, Models::None, part)?;
     let mut out = Vec::new();
     for (spec, source) in sc.network.tenants.iter().zip(&sc.sources) {
         let origin = format!("tenant {:?} of {}", spec.name, path.display());
-        let trace = match source {
-            TenantSource::Trace { path, .. } => load_trace(path)?,
-            TenantSource::Generated { spec, seed, .. } => tailbound_trace::generate(spec, *seed)
-                .with_context(|| format!("cannot generate the trace of {origin}"))?,
+        let (trace, part) = match source {
+            TenantSource::Trace { path, part } => (load_trace(path)?, *part),
+            TenantSource::Generated { spec, seed, part } => (
+                tailbound_trace::generate(spec, *seed)
+                    .with_context(|| format!("cannot generate the trace of {origin}"))?,
+                *part,
+            ),
             _ => bail!("{origin} has no requests (a model config); placement needs traces"),
         };
         out.push(Input {
             name: spec.name.clone(),
             slo: spec.slo,
-            requests: first_half(&trace, &origin)?,
+            requests: part_of(&trace, part, &origin)?,
         });
     }
     Ok((out, sc))
@@ -234,9 +246,11 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
     let (inputs, scenario) = if is_csv {
-        (read_csv(&a.workloads)?, None)
+        let part = a.characterize.unwrap_or(Part::Whole);
+        (read_csv(&a.workloads, part)?, None)
     } else {
-        let (inputs, sc) = read_scenario(&a.workloads)?;
+        let part = super::characterized_part(&a.workloads, a.characterize)?;
+        let (inputs, sc) = read_scenario(&a.workloads, part)?;
         (inputs, Some(sc))
     };
     // a scenario's tenants are placed on its own server hosts

@@ -98,8 +98,7 @@ fn load_scenario(path: &Path) -> anyhow::Result<Scenario> {
 
 /// Reads a decisions file (JSON).
 pub fn read_decisions(path: &Path) -> anyhow::Result<Decisions> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read decisions {}", path.display()))?;
+    let text = super::read_input(path, "decisions")?;
     let d: Decisions = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not a decisions file (JSON {{\"policy\": .., \"tenants\": [{{\"name\", \

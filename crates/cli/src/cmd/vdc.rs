@@ -133,8 +133,7 @@ pub fn run(c: VdcCommand) -> anyhow::Result<Outcome> {
 /// Reads and compiles a VDC file; errors name the file, tenant and field.
 pub fn load_vdc(path: &Path) -> anyhow::Result<Datacenter> {
     let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read VDC file {name}"))?;
+    let text = super::read_input(path, "VDC file")?;
     let (_, dc) = VdcSpec::parse(&name, &text)?;
     Ok(dc)
 }

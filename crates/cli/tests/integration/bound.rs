@@ -60,3 +60,51 @@ fn a_tight_percentile_override_can_fail_the_check() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("NO"), "{table}");
 }
+
+/// An SNC-Meister topology of two clients on production traces, in a temporary folder.
+fn topology(dir: &std::path::Path) -> std::path::PathBuf {
+    let trace = |name: &str| tailbound_testdata::production_dir().join(name);
+    let client = |slo: f64, t: &str, c: &str| {
+        serde_json::json!({
+            "SLO": slo, "SLOpercentile": 99.9, "trace": trace(t),
+            "clientHost": c, "clientVM": "1", "serverHost": "s", "serverVM": "1"
+        })
+    };
+    let path = dir.join("topology.json");
+    let text = serde_json::json!({
+        "clients": [client(0.05, "trace0000.csv", "a"), client(0.02, "trace0004.csv", "b")]
+    });
+    std::fs::write(&path, text.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn an_operators_topology_is_characterized_on_the_whole_trace_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = topology(dir.path());
+    let p = path.to_str().unwrap();
+    let bounds = |extra: &[&str]| -> Vec<Option<f64>> {
+        let mut args = vec!["bound", p, "--json"];
+        args.extend_from_slice(extra);
+        let out = tailbound(&args);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            stderr(&out)
+        );
+        let r: BoundReport = serde_json::from_slice(&out.stdout).unwrap();
+        r.tenants.iter().map(|t| t.bound_s).collect()
+    };
+    let default = bounds(&[]);
+    assert_eq!(default, bounds(&["--characterize", "whole"]));
+    let half = bounds(&["--characterize", "first-half"]);
+    assert_eq!(half.len(), 2);
+    assert_ne!(
+        default, half,
+        "the first half is a different characterization"
+    );
+    // the second half characterizes nothing an operator runs: a clear error, exit 2
+    let out = tailbound(&["bound", p, "--characterize", "second-half"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("expected whole or first-half"));
+}

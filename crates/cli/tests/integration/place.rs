@@ -187,3 +187,21 @@ fn placement_pool_does_not_depend_on_the_policies_compared() {
     assert_eq!(avg.placed + avg.dedicated, 40, "{avg:?}");
     assert!(avg.servers >= avg.dedicated);
 }
+
+#[test]
+fn place_characterizes_the_whole_trace_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = tailbound_testdata::production_dir().join("trace0004.csv");
+    let path = csv(dir.path(), &[format!("w0,{},0.05,99.9", trace.display())]);
+    let p = path.to_str().unwrap();
+    let limits = |extra: &[&str]| {
+        let mut args = vec!["place", p, "--policy", "compactor", "--json"];
+        args.extend_from_slice(extra);
+        let r: PlaceReport = json(&args);
+        assert_eq!(r.placed, 1);
+        r.workloads[0].limits.clone()
+    };
+    let default = limits(&[]);
+    assert_eq!(default, limits(&["--characterize", "whole"]));
+    assert_ne!(default, limits(&["--characterize", "first-half"]));
+}

@@ -2,6 +2,7 @@
 //! kernel's rules (a model of them here; the real kernel in tailbound-dataplane's tests).
 
 mod diff;
+mod fuzz;
 mod kernel;
 mod planner;
 mod properties;

@@ -2,6 +2,7 @@
 
 mod config;
 mod errors;
+mod fuzz;
 mod load;
 mod own;
 mod topology;

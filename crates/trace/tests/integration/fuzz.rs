@@ -44,3 +44,46 @@ proptest! {
         }
     }
 }
+
+/// The reader's fuzz harness of issue 27 (the shared edits of `tailbound_testdata::fuzz`):
+/// an error names the file and a line within it, and an accepted trace written back in
+/// either format reads back the same requests.
+mod harness {
+    use super::{NATIVE, VALID};
+    use proptest::prelude::*;
+    use tailbound_testdata::fuzz::mutated;
+    use tailbound_trace::{parse_trace, write_trace, Format};
+
+    fn check(text: &str) -> Result<(), TestCaseError> {
+        match parse_trace("fuzz.csv", text.as_bytes()) {
+            Err(e) => {
+                let msg = e.to_string();
+                prop_assert!(msg.contains("fuzz.csv"), "{msg}");
+                prop_assert!(e.line as usize <= text.lines().count() + 1, "{msg}");
+            }
+            Ok(t) => {
+                for format in [Format::Native, Format::Csv] {
+                    let mut out = Vec::new();
+                    write_trace(&mut out, &t.requests, format).unwrap();
+                    let back = parse_trace("back.csv", &out[..]).unwrap();
+                    prop_assert_eq!(&back.requests, &t.requests);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn csv_traces(text in mutated(VALID)) {
+            check(&text)?;
+        }
+
+        #[test]
+        fn native_traces(text in mutated(NATIVE)) {
+            check(&text)?;
+        }
+    }
+}
