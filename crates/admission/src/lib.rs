@@ -103,7 +103,7 @@ pub enum AdmissionError {
 }
 
 /// What an admitted tenant runs with.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Grant {
     /// priority level, 0 highest (for SLO-ranked policies the dense rank at admission; see
     /// [`Admission::priorities`] for the current one)
@@ -143,7 +143,21 @@ pub struct Admission<'n> {
     groups: HashMap<usize, String>,
     /// what the emitted rate limits do with excess requests
     excess: Excess,
+    /// the packet size links carry work in (`None`: fluid)
+    mtu_bytes: Option<u64>,
     /// what packets add to each tenant's fluid bound [s] (empty: nothing)
+    packets_s: Vec<f64>,
+}
+
+/// An [`Admission`]'s state without its network ([`Admission::into_state`]).
+#[derive(Debug, Clone)]
+pub struct AdmissionState {
+    policy: Policy,
+    admitted: HashMap<usize, Grant>,
+    arrived: BTreeSet<usize>,
+    groups: HashMap<usize, String>,
+    excess: Excess,
+    mtu_bytes: Option<u64>,
     packets_s: Vec<f64>,
 }
 
@@ -161,6 +175,7 @@ impl<'n> Admission<'n> {
             arrived: BTreeSet::new(),
             groups: HashMap::new(),
             excess: Excess::Wait,
+            mtu_bytes: Some(ETHERNET_MTU_BYTES),
             packets_s: allowances(net, Some(ETHERNET_MTU_BYTES)),
         })
     }
@@ -170,6 +185,7 @@ impl<'n> Admission<'n> {
     /// lower-level packet ahead per link crossed.
     pub fn with_mtu(mut self, mtu_bytes: Option<u64>) -> Admission<'n> {
         self.packets_s = allowances(self.net, mtu_bytes);
+        self.mtu_bytes = mtu_bytes;
         self
     }
 
@@ -347,6 +363,81 @@ impl<'n> Admission<'n> {
             return Err(AdmissionError::NotAdmitted(name));
         }
         Ok(changes(&before, &self.priorities()))
+    }
+
+    /// Detaches the state from the network, so a long-running caller (the controller service)
+    /// can grow its network between arrivals and [`Admission::resume`] on the grown one.
+    pub fn into_state(self) -> AdmissionState {
+        AdmissionState {
+            policy: self.policy,
+            admitted: self.admitted,
+            arrived: self.arrived,
+            groups: self.groups,
+            excess: self.excess,
+            mtu_bytes: self.mtu_bytes,
+            packets_s: self.packets_s,
+        }
+    }
+
+    /// Admits `tenant` with `grant` without a check: a decision made and recorded before (a
+    /// service restoring its state after a restart), in `group` if it joined one at arrival.
+    pub fn restore(
+        &mut self,
+        tenant: usize,
+        grant: Grant,
+        group: Option<String>,
+    ) -> Result<(), AdmissionError> {
+        let len = self.net.tenants.len();
+        if tenant >= len {
+            return Err(AdmissionError::UnknownTenant { index: tenant, len });
+        }
+        if !self.arrived.insert(tenant) {
+            return Err(AdmissionError::Arrived(
+                self.net.tenants[tenant].name.clone(),
+            ));
+        }
+        if let Some(g) = group {
+            self.groups.insert(tenant, g);
+        }
+        self.admitted.insert(tenant, grant);
+        Ok(())
+    }
+
+    /// The dependency group `tenant` bursts with (joined at arrival, or its own), if any.
+    pub fn group(&self, tenant: usize) -> Option<String> {
+        self.group_of(tenant)
+    }
+
+    /// Goes on from `state` over `net`, which must extend the network the state was taken
+    /// from: the same queues first (hosts may be added after them) and the same tenants and
+    /// flows first, new ones appended, so that every index keeps its meaning. New tenants get
+    /// their packetization allowance at the state's MTU.
+    pub fn resume(
+        net: &'n Network,
+        state: AdmissionState,
+    ) -> Result<Admission<'n>, AdmissionError> {
+        net.validate()?;
+        policy::check_models(net, state.policy)?;
+        let len = net.tenants.len();
+        if let Some(&t) = state.arrived.iter().next_back().filter(|&&t| t >= len) {
+            return Err(AdmissionError::UnknownTenant { index: t, len });
+        }
+        let mut packets_s = state.packets_s;
+        if let Some(mtu) = state.mtu_bytes {
+            let known = packets_s.len().min(len);
+            packets_s.truncate(known);
+            packets_s.extend((known..len).map(|t| packetization_allowance_s(net, t, mtu)));
+        }
+        Ok(Admission {
+            net,
+            policy: state.policy,
+            admitted: state.admitted,
+            arrived: state.arrived,
+            groups: state.groups,
+            excess: state.excess,
+            mtu_bytes: state.mtu_bytes,
+            packets_s,
+        })
     }
 
     fn group_of(&self, tenant: usize) -> Option<String> {

@@ -202,3 +202,41 @@ fn packetization_adds_its_allowance_to_every_bound() {
         }
     }
 }
+
+/// The controller service grows its network between arrivals: an engine resumed on a network
+/// with the next tenant appended decides as one that had it from the start, and a restored
+/// grant counts as admitted.
+#[test]
+fn resuming_on_a_grown_network_and_restoring_grants_decide_as_the_whole_run() {
+    let s = scenario(&[200, 200, 200]);
+    for policy in Policy::ALL {
+        let mut whole = Admission::new(&s.network, policy).unwrap();
+        let expected: Vec<_> = (0..3).map(|t| whole.arrive(t).unwrap()).collect();
+
+        let nets: Vec<_> = (1..=3)
+            .map(|n| s.network.subset(&(0..n).collect::<Vec<_>>()).0)
+            .collect();
+        let mut state = Admission::new(&nets[0], policy).unwrap().into_state();
+        for (t, net) in nets.iter().enumerate() {
+            let mut a = Admission::resume(net, state).unwrap();
+            assert_eq!(a.arrive(t).unwrap(), expected[t], "{policy}: tenant {t}");
+            state = a.into_state();
+        }
+
+        let mut restored = Admission::new(&s.network, policy).unwrap();
+        for t in whole.admitted() {
+            let g = whole.grant(t).unwrap().clone();
+            restored.restore(t, g, None).unwrap();
+        }
+        assert_eq!(restored.admitted(), whole.admitted(), "{policy}");
+        assert_eq!(
+            restored.bounds().unwrap(),
+            whole.bounds().unwrap(),
+            "{policy}"
+        );
+        assert!(matches!(
+            restored.restore(0, whole.grant(0).unwrap().clone(), None),
+            Err(AdmissionError::Arrived(_))
+        ));
+    }
+}

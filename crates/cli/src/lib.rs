@@ -80,6 +80,12 @@ pub enum Command {
     /// Enforce decisions on hosts with Linux tc: plan, apply, status, remove
     #[command(subcommand)]
     Enforce(cmd::enforce::EnforceCommand),
+    /// Run the controller service: tenants admitted and placed one at a time over HTTP/JSON,
+    /// state in SQLite
+    Serve(cmd::serve::ServeArgs),
+    /// Add, remove and list tenants of a running service (`tailbound serve`)
+    #[command(subcommand)]
+    Tenant(cmd::tenant::TenantCommand),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages of tailbound and every command to a folder
@@ -103,6 +109,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Testbed(c) => cmd::testbed::run(c),
         Command::Vdc(c) => cmd::vdc::run(c),
         Command::Enforce(c) => cmd::enforce::run(c),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Tenant(c) => cmd::tenant::run(c),
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),
     }

@@ -1,3 +1,4 @@
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use tailbound_dataplane::netns;
@@ -62,4 +63,76 @@ pub fn namespaces_of(pid: u32) -> Vec<String> {
         .into_iter()
         .filter(|n| n.starts_with(&prefix))
         .collect()
+}
+
+/// A child process killed when dropped (a failing test leaves nothing behind).
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Running {
+    pub fn spawn(args: &[&str]) -> Running {
+        let child = Command::new(env!("CARGO_BIN_EXE_tailbound"))
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+
+    /// stderr lines until one contains `until` (bounded by time).
+    pub fn lines_until(&mut self, until: &str) -> Vec<String> {
+        let err = self.0.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut lines = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+                let done = l.contains(until);
+                lines.push(l);
+                if done {
+                    return lines;
+                }
+            }
+        }
+        panic!("no {until:?} on stderr: {lines:?}");
+    }
+
+    /// SIGTERM, then the exit code (bounded wait).
+    pub fn stop(mut self) -> Option<i32> {
+        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+        unsafe {
+            libc::kill(self.0.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.0.try_wait() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+}
+
+/// The address after `on ` in a line like `... on 127.0.0.1:1234 ...` or `on http://...`.
+pub fn addr_in(line: &str) -> String {
+    let rest = line.split(" on ").nth(1).unwrap();
+    let rest = rest.trim_start_matches("http://");
+    rest.split([' ', ',']).next().unwrap().to_string()
 }

@@ -15,6 +15,7 @@ mod experiment;
 mod memory;
 mod place;
 mod probe;
+mod serve;
 mod simulate;
 mod testbed;
 mod trace;

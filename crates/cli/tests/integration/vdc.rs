@@ -1,10 +1,9 @@
 //! `tailbound vdc check|alloc|serve` and `tailbound vdc enforcer`: the operator's VDC files, the
 //! controller and an enforcer in front of a real memcached, as separate processes.
 
-use crate::common::{json, stderr, tailbound};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use crate::common::{addr_in, json, stderr, tailbound, Running};
+use std::io::{Read, Write};
+use std::time::Duration;
 use tailbound_allocation::Datacenter;
 use tailbound_cli::report::VdcAllocReport;
 use tailbound_control::protocol::Status;
@@ -80,78 +79,6 @@ fn vdc_alloc_reports_both_steps_and_fails_on_overcommitted_guarantees() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r: VdcAllocReport = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r.overcommitted, ["kv"]);
-}
-
-/// A child process killed when dropped (a failing test leaves nothing behind).
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Running {
-    fn spawn(args: &[&str]) -> Running {
-        let child = Command::new(env!("CARGO_BIN_EXE_tailbound"))
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Running(child)
-    }
-
-    /// stderr lines until one contains `until` (bounded by time).
-    fn lines_until(&mut self, until: &str) -> Vec<String> {
-        let err = self.0.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut lines = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
-                let done = l.contains(until);
-                lines.push(l);
-                if done {
-                    return lines;
-                }
-            }
-        }
-        panic!("no {until:?} on stderr: {lines:?}");
-    }
-
-    /// SIGTERM, then the exit code (bounded wait).
-    fn stop(mut self) -> Option<i32> {
-        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
-        unsafe {
-            libc::kill(self.0.id() as i32, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.0.try_wait() {
-                return s.code();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
-    }
-}
-
-/// The address after `on ` in a line like `... on 127.0.0.1:1234 ...` or `on http://...`.
-fn addr_in(line: &str) -> String {
-    let rest = line.split(" on ").nth(1).unwrap();
-    let rest = rest.trim_start_matches("http://");
-    rest.split([' ', ',']).next().unwrap().to_string()
 }
 
 fn http_get(addr: &str, path: &str) -> String {

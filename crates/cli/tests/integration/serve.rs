@@ -1,0 +1,275 @@
+//! `tailbound serve` as a child process: `kill -9` during a burst of arrivals, a restart that
+//! answers exactly what was acknowledged; and `tailbound tenant add|rm|ls` against it.
+
+use crate::common::{addr_in, stderr, tailbound, Running};
+use hyper::Method;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+use tailbound_service::api::{Admitted, Decision, TenantView};
+use tailbound_service::client::ServiceClient;
+
+const ADMIN: &str = "tb_serve-test-admin";
+
+fn start(db: &Path, token_file: &Path) -> (Running, String) {
+    let mut s = Running::spawn(&[
+        "serve",
+        "--db",
+        db.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-token-file",
+        token_file.to_str().unwrap(),
+    ]);
+    let lines = s.lines_until("listening on");
+    let url = format!("http://{}", addr_in(lines.last().unwrap()));
+    (s, url)
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn mmpp_flow(stage: &str, per_s: f64, mean: f64) -> Value {
+    json!({"stage": stage, "mmpp": {
+        "step_s": 1e-5, "interval_s": 1.0,
+        "states": [{"rate_per_s": per_s, "arrival_prob": per_s * 1e-5,
+            "sizes": {"type": "exponential", "mean": mean},
+            "intervals": 100, "requests": (per_s * 100.0) as u64, "work": per_s * 100.0 * mean}],
+        "transition": [[1.0]]}})
+}
+
+/// Tenant `i` on server host s(i % 2): small enough that some dozen fit, large enough that
+/// the later ones are rejected (the outcomes differ, so the log's content is checked).
+fn tenant(i: usize) -> Value {
+    json!({
+        "name": format!("t{i}"),
+        "client": "c0",
+        "server": format!("s{}", i % 2),
+        "slo": "20ms",
+        "traffic": {"flows": [mmpp_flow("net-in", 200.0, 500.0), mmpp_flow("net-out", 1000.0, 3000.0)]}
+    })
+}
+
+#[test]
+fn kill_9_during_a_burst_of_arrivals_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, format!("{ADMIN}\n")).unwrap();
+    let rt = rt();
+
+    let (mut child, url) = start(&db, &token);
+    let admin = ServiceClient::new(&url, Some(ADMIN.into()), Duration::from_secs(60)).unwrap();
+    rt.block_on(async {
+        for (name, link) in [("s0", "100Mbit"), ("s1", "100Mbit"), ("c0", "10Gbit")] {
+            admin
+                .call::<Value>(
+                    Method::POST,
+                    "/v1/hosts",
+                    Some(&json!({"name": name, "link": link})),
+                )
+                .await
+                .unwrap();
+        }
+    });
+    // 60 arrivals, 6 at a time; the server is killed (SIGKILL) after the 15th answer
+    let n = 60;
+    let acked: BTreeMap<String, Decision> = rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(n);
+        let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(6));
+        for i in 0..n {
+            let (c, tx, sem) = (admin.clone(), tx.clone(), sem.clone());
+            tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await.unwrap();
+                let r = c
+                    .call::<Admitted>(Method::POST, "/v1/tenants", Some(&tenant(i)))
+                    .await;
+                let _ = tx.send(r.ok().map(|(_, a)| a.decision)).await;
+            });
+        }
+        drop(tx);
+        let mut acked = BTreeMap::new();
+        let mut answers = 0;
+        while let Some(r) = rx.recv().await {
+            answers += 1;
+            if let Some(d) = r {
+                acked.insert(d.tenant.clone(), d);
+            }
+            if acked.len() == 15 {
+                let _ = child.0.kill();
+            }
+        }
+        assert_eq!(answers, n);
+        acked
+    });
+    let _ = child.0.wait();
+    assert!(
+        acked.len() >= 15 && acked.len() < n,
+        "the kill landed during the burst: {} answered",
+        acked.len()
+    );
+    assert!(acked.values().any(|d| d.admitted) && acked.values().any(|d| !d.admitted));
+
+    let (_child, url) = start(&db, &token);
+    let admin = ServiceClient::new(&url, Some(ADMIN.into()), Duration::from_secs(60)).unwrap();
+    let (tenants, log) = rt.block_on(async {
+        let t: Vec<TenantView> = admin
+            .call(Method::GET, "/v1/tenants", None::<&()>)
+            .await
+            .unwrap()
+            .1;
+        let d: Vec<Decision> = admin
+            .call(Method::GET, "/v1/decisions?limit=1000", None::<&()>)
+            .await
+            .unwrap()
+            .1;
+        (t, d)
+    });
+    eprintln!(
+        "{} of {n} arrivals answered before the kill ({} admitted); {} decisions in the log after the restart",
+        acked.len(),
+        acked.values().filter(|d| d.admitted).count(),
+        log.len()
+    );
+    // every acknowledged decision is in the log, unchanged
+    let logged: BTreeMap<String, &Decision> = log.iter().map(|d| (d.tenant.clone(), d)).collect();
+    for (name, d) in &acked {
+        assert_eq!(
+            logged.get(name).copied(),
+            Some(d),
+            "acknowledged decision for {name}"
+        );
+    }
+    // the log is whole: decisions 1..=k without a gap, each tenant at most once
+    let seqs: Vec<u64> = log.iter().map(|d| d.seq).collect();
+    assert_eq!(seqs, (1..=log.len() as u64).collect::<Vec<_>>());
+    assert_eq!(logged.len(), log.len());
+    // the admitted tenants are exactly the logged admissions (acknowledged ones among them)
+    let admitted: BTreeSet<String> = tenants.iter().map(|t| t.name.clone()).collect();
+    let logged_admitted: BTreeSet<String> = log
+        .iter()
+        .filter(|d| d.admitted)
+        .map(|d| d.tenant.clone())
+        .collect();
+    assert_eq!(admitted, logged_admitted);
+    for (name, d) in &acked {
+        assert_eq!(admitted.contains(name), d.admitted, "{name}");
+    }
+    // a decision lost with the kill was never answered: its tenant may arrive again
+    let lost: Vec<usize> = (0..n)
+        .filter(|i| !logged.contains_key(&format!("t{i}")))
+        .collect();
+    if let Some(&i) = lost.first() {
+        let (status, _): (u16, Admitted) = rt
+            .block_on(admin.call(Method::POST, "/v1/tenants", Some(&tenant(i))))
+            .unwrap();
+        assert!(status == 200 || status == 201);
+    }
+}
+
+#[test]
+fn tenant_add_rm_ls_talk_to_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, ADMIN).unwrap();
+    let model = dir.path().join("model.json");
+    std::fs::write(
+        &model,
+        r#"{"arrival": {"model": "poisson", "rate_per_s": 1000}, "sizes": {"model": "fixed", "bytes": 4096},
+            "read_fraction": 1.0, "duration_s": 20, "vocabulary": "key_value"}"#,
+    )
+    .unwrap();
+    let (_child, url) = start(&db, &token);
+    let admin = ServiceClient::new(&url, Some(ADMIN.into()), Duration::from_secs(60)).unwrap();
+    rt().block_on(async {
+        for (name, link) in [("s0", "100Mbit"), ("c0", "1Gbit")] {
+            admin
+                .call::<Value>(
+                    Method::POST,
+                    "/v1/hosts",
+                    Some(&json!({"name": name, "link": link})),
+                )
+                .await
+                .unwrap();
+        }
+    });
+    let tok = token.to_str().unwrap();
+    let m = model.to_str().unwrap();
+    let add = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "tenant",
+            "add",
+            name,
+            "--server",
+            &url,
+            "--token-file",
+            tok,
+            "--client",
+            "c0",
+            "--on",
+            "s0",
+            "--slo",
+            "200ms",
+            "--model",
+            m,
+        ];
+        args.extend_from_slice(extra);
+        tailbound(&args)
+    };
+    let out = add("a", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("admitted a on s0") && text.contains("token: tb_"),
+        "{text}"
+    );
+    let out = add("b", &["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let b: Admitted = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(b.decision.admitted);
+    // a third does not fit: exit 1, the reason on stdout
+    let out = add("c", &["--what-if"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("what-if: rejected c:"));
+    let out = tailbound(&[
+        "tenant",
+        "ls",
+        "--server",
+        &url,
+        "--token-file",
+        tok,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let list: Vec<TenantView> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        list.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    let out = tailbound(&["tenant", "rm", "a", "--server", &url, "--token-file", tok]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = tailbound(&["tenant", "ls", "--server", &url, "--token-file", tok]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("b") && !text.lines().any(|l| l.starts_with("a ")),
+        "{text}"
+    );
+    // errors: the service's message with its field, exit 2
+    let out = add("b", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("409") && stderr(&out).contains("\"b\" already exists"),
+        "{}",
+        stderr(&out)
+    );
+    let out = tailbound(&["tenant", "ls", "--server", &url]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no token"), "{}", stderr(&out));
+}

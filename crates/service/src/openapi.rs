@@ -1,0 +1,199 @@
+//! The OpenAPI 3.0 document served at `/openapi.json`, written by hand next to
+//! [`crate::server::ROUTES`]; a test checks that every route is in it and nothing else.
+
+use serde_json::{json, Value};
+
+fn op(summary: &str, auth: bool, body: Option<&str>, ok: (&str, &str), errors: &[u16]) -> Value {
+    let mut responses = serde_json::Map::new();
+    responses.insert(
+        ok.0.to_string(),
+        json!({"description": "success", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{}", ok.1)}}}}),
+    );
+    for e in errors {
+        responses.insert(
+            e.to_string(),
+            json!({"description": error_text(*e), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}),
+        );
+    }
+    let mut v = json!({"summary": summary, "responses": responses});
+    if auth {
+        v["security"] = json!([{"bearer": []}]);
+    }
+    if let Some(schema) = body {
+        v["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}});
+    }
+    v
+}
+
+fn error_text(status: u16) -> &'static str {
+    match status {
+        400 => "malformed body or query; `field` names the part",
+        401 => "no token or an invalid one",
+        403 => "a tenant's token used for another tenant or an admin route",
+        404 => "no such tenant",
+        409 => "the name is taken",
+        413 => "the body is too large",
+        415 => "the body is not application/json",
+        422 => "a value is not acceptable; `field` names it",
+        429 => "too many mutating requests",
+        _ => "error",
+    }
+}
+
+fn name_param() -> Value {
+    json!([{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}])
+}
+
+/// The document.
+pub fn document() -> Value {
+    let write = [400, 401, 403, 413, 415, 422, 429];
+    let mut tenant_ops = op(
+        "Submit a tenant: it is characterized, placed if no server is given, decided by the admission policy; the decision is committed before the answer (201 admitted, 200 rejected)",
+        true,
+        Some("NewTenant"),
+        ("201", "Admitted"),
+        &[400, 401, 403, 409, 413, 415, 422, 429],
+    );
+    tenant_ops["responses"]["200"] = json!({"description": "rejected: the decision says why", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Admitted"}}}});
+    let mut one = json!({
+        "get": op("An admitted tenant (admin, or the tenant's own token)", true, None, ("200", "Tenant"), &[401, 403, 404]),
+        "delete": op("Depart: the tenant leaves; the decision is committed before the answer", true, None, ("200", "Decision"), &[401, 403, 404, 429]),
+    });
+    one["parameters"] = name_param();
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "tailbound controller service",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Tenants admitted and placed one at a time with tail-latency SLOs (SNC-Meister admission, WorkloadCompactor placement); state in SQLite."
+        },
+        "paths": {
+            "/healthz": {"get": op("Liveness and the state's size", false, None, ("200", "Health"), &[])},
+            "/metrics": {"get": {"summary": "Prometheus metrics (text format 0.0.4)", "responses": {"200": {"description": "metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+            "/status": {"get": {"summary": "Read-only status page: tenants' bounds against their SLOs, queue loads and headroom, recent decisions", "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": {"type": "string"}}}}}}},
+            "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.0 document", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+            "/v1/hosts": {
+                "get": op("Registered hosts", true, None, ("200", "Hosts"), &[401]),
+                "post": op("Register a host (admin)", true, Some("NewHost"), ("201", "Host"), &write),
+            },
+            "/v1/tenants": {
+                "get": op("Admitted tenants (a tenant's token sees only its own)", true, None, ("200", "Tenants"), &[401]),
+                "post": tenant_ops,
+            },
+            "/v1/tenants/{name}": one,
+            "/v1/what-if": {"post": op("Would this tenant be admitted? No state changes (admin)", true, Some("NewTenant"), ("200", "Decision"), &[400, 401, 403, 409, 413, 415, 422])},
+            "/v1/decisions": {"get": {
+                "summary": "The decision log after `since`, oldest first (a tenant's token sees only its own)",
+                "security": [{"bearer": []}],
+                "parameters": [
+                    {"name": "since", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
+                ],
+                "responses": {"200": {"description": "decisions", "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Decision"}}}}}}
+            }},
+            "/v1/bounds": {"get": op("Every admitted tenant's bound now (a tenant's token: its own)", true, None, ("200", "Bounds"), &[401])},
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas()
+        }
+    })
+}
+
+/// The bodies' schemas.
+fn schemas() -> Value {
+    json!({
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}, "field": {"type": "string"}}},
+        "Health": {"type": "object", "properties": {"status": {"type": "string"}, "tenants": {"type": "integer"}, "hosts": {"type": "integer"}, "seq": {"type": "integer"}}},
+        "NewHost": {"type": "object", "required": ["name", "link"], "additionalProperties": false, "properties": {
+            "name": {"type": "string"},
+            "link": {"oneOf": [{"type": "number", "description": "bytes/s"}, {"type": "string", "example": "1Gbit"}]},
+            "storage": {"type": "number", "description": "storage rate [busy-s/s], e.g. 1 for one SSD; absent: no storage"}
+        }},
+        "Host": {"type": "object", "properties": {"name": {"type": "string"}, "link_bytes_per_s": {"type": "number"}, "storage_rate": {"type": "number", "nullable": true}}},
+        "Hosts": {"type": "array", "items": {"$ref": "#/components/schemas/Host"}},
+        "NewTenant": {"type": "object", "required": ["name", "client", "slo", "traffic"], "additionalProperties": false, "properties": {
+            "name": {"type": "string"},
+            "client": {"type": "string"},
+            "server": {"type": "string", "description": "absent: placed by the service"},
+            "slo": {"oneOf": [{"type": "number", "description": "seconds"}, {"type": "string", "example": "20ms"}]},
+            "percentile": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 100, "default": 99.9},
+            "storage": {"type": "boolean", "default": false},
+            "depends_on": {"type": "array", "items": {"type": "string"}},
+            "traffic": {"$ref": "#/components/schemas/Traffic"}
+        }},
+        "Traffic": {"type": "object", "additionalProperties": false, "description": "exactly one of trace, model, flows", "properties": {
+            "trace": {"type": "string", "description": "the text of a trace file"},
+            "model": {"type": "object", "description": "a synthetic generator spec: arrival, sizes, read_fraction, duration_s, vocabulary"},
+            "seed": {"type": "integer"},
+            "flows": {"type": "array", "items": {"type": "object", "required": ["stage"], "properties": {
+                "stage": {"type": "string", "enum": ["net-in", "storage", "net-out"]},
+                "mmpp": {"type": "object"},
+                "arrival": {"type": "object"}
+            }}}
+        }},
+        "Decision": {"type": "object", "properties": {
+            "seq": {"type": "integer"}, "kind": {"type": "string", "enum": ["arrive", "depart", "what-if"]},
+            "tenant": {"type": "string"}, "admitted": {"type": "boolean"}, "policy": {"type": "string"},
+            "server": {"type": "string", "nullable": true}, "placed": {"type": "boolean"},
+            "slo": {"type": "object"}, "bound_s": {"type": "number", "nullable": true},
+            "priority": {"type": "integer", "nullable": true}, "reason": {"type": "string", "nullable": true},
+            "queues": {"type": "array", "items": {"type": "object", "properties": {"queue": {"type": "string"}, "rate": {"type": "number"}, "load": {"type": "number"}, "tenants": {"type": "array", "items": {"type": "string"}}}}},
+            "changed": {"type": "array", "items": {"type": "object"}},
+            "limits": {"type": "array", "items": {"type": "object"}},
+            "at_ms": {"type": "integer"}
+        }},
+        "Admitted": {"type": "object", "properties": {"decision": {"$ref": "#/components/schemas/Decision"}, "token": {"type": "string", "nullable": true, "description": "the tenant's own token, shown once"}}},
+        "Tenant": {"type": "object", "properties": {
+            "name": {"type": "string"}, "client": {"type": "string"}, "server": {"type": "string"}, "placed": {"type": "boolean"},
+            "slo": {"type": "object"}, "storage": {"type": "boolean"}, "group": {"type": "string", "nullable": true},
+            "priority": {"type": "integer", "nullable": true}, "admitted_bound_s": {"type": "number", "nullable": true}, "seq": {"type": "integer"}
+        }},
+        "Tenants": {"type": "array", "items": {"$ref": "#/components/schemas/Tenant"}},
+        "Bounds": {"type": "array", "items": {"type": "object", "properties": {"tenant": {"type": "string"}, "slo": {"type": "object"}, "priority": {"type": "integer"}, "bound_s": {"type": "number", "nullable": true}, "meets_slo": {"type": "boolean"}}}}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::ROUTES;
+
+    #[test]
+    fn every_route_is_documented_and_nothing_else() {
+        let doc = document();
+        let paths = doc["paths"].as_object().unwrap();
+        for (method, path) in ROUTES {
+            assert!(
+                paths.get(*path).and_then(|p| p.get(*method)).is_some(),
+                "{method} {path} is not in /openapi.json"
+            );
+        }
+        let documented: usize = paths
+            .values()
+            .map(|p| {
+                p.as_object()
+                    .unwrap()
+                    .keys()
+                    .filter(|k| *k != "parameters")
+                    .count()
+            })
+            .sum();
+        assert_eq!(
+            documented,
+            ROUTES.len(),
+            "the document lists routes the server lacks"
+        );
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        let doc = document();
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for part in text.split("#/components/schemas/").skip(1) {
+            let name: String = part.chars().take_while(|c| c.is_alphanumeric()).collect();
+            assert!(schemas.contains_key(&name), "unresolved $ref {name}");
+        }
+    }
+}

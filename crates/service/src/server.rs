@@ -1,0 +1,695 @@
+//! The HTTP/JSON API (axum) over one [`Service`]: the routes of [`ROUTES`], described by the
+//! OpenAPI document ([`crate::openapi`]). Every decision is proposed by the [`Engine`],
+//! committed to the [`Store`] in one transaction and only then applied in memory and answered;
+//! a failed commit answers 500 and changes nothing.
+//!
+//! Authentication: `Authorization: Bearer TOKEN`, the admin token or a tenant's own (handed
+//! out once, when it was admitted). Every route under `/v1` needs one; mutating routes answer
+//! 401 without a valid token; a tenant's token sees and departs only its own tenancy (403 for
+//! another's). `/healthz`, `/metrics`, `/openapi.json` and the read-only status page
+//! `/status` are open.
+
+use crate::api::{Admitted, DecisionKind, Health, NewHost, NewTenant};
+use crate::auth;
+use crate::engine::{prepare, Engine, Proposal};
+use crate::error::{parse_json, ServiceError};
+use crate::metrics::Metrics;
+use crate::store::Store;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path as UrlPath, RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use std::future::Future;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tailbound_admission::Policy;
+use tokio::net::TcpListener;
+
+/// Every route: method and path (axum's `{param}` syntax), as the OpenAPI document lists them.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/metrics"),
+    ("get", "/openapi.json"),
+    ("get", "/status"),
+    ("get", "/v1/hosts"),
+    ("post", "/v1/hosts"),
+    ("get", "/v1/tenants"),
+    ("post", "/v1/tenants"),
+    ("get", "/v1/tenants/{name}"),
+    ("delete", "/v1/tenants/{name}"),
+    ("post", "/v1/what-if"),
+    ("get", "/v1/decisions"),
+    ("get", "/v1/bounds"),
+];
+
+/// How the service runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// the admission policy; a database keeps the one it was created with
+    pub policy: Policy,
+    /// the largest request body [bytes] (a trace travels in the body)
+    pub max_body_bytes: usize,
+    /// mutating requests per second, sustained [1/s]
+    pub mutations_per_s: f64,
+    /// mutating requests at once after a quiet period
+    pub mutation_burst: f64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            policy: Policy::SncMeister,
+            max_body_bytes: 8 << 20,
+            mutations_per_s: 1000.0,
+            mutation_burst: 1000.0,
+        }
+    }
+}
+
+struct Inner {
+    engine: Engine,
+    store: Store,
+    metrics: Metrics,
+    /// bounds of every admitted tenant at decision `seq` (the metrics' headroom)
+    bounds: Option<(u64, Vec<crate::api::BoundView>)>,
+}
+
+/// A token bucket over mutating requests.
+#[derive(Debug)]
+struct Limiter {
+    tokens: f64,
+    last: Instant,
+}
+
+/// The service: its state behind one lock (decisions are serialized), the admin token's
+/// digest and the limits.
+pub struct Service {
+    inner: Mutex<Inner>,
+    admin_sha256: String,
+    config: Config,
+    limiter: Mutex<Limiter>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The admin token a service started with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminToken {
+    /// given by the operator (`--admin-token-file`): its digest replaces the stored one
+    Given(String),
+    /// the stored one, or a new one when the database has none
+    Stored,
+}
+
+impl Service {
+    /// Opens the database at `db` and rebuilds the state it holds. Returns the service and,
+    /// when a new admin token was generated, that token (to be shown once).
+    ///
+    /// # Errors
+    /// The database cannot be opened or holds another policy's decisions.
+    pub fn open(
+        db: &Path,
+        config: Config,
+        admin: AdminToken,
+    ) -> Result<(Arc<Service>, Option<String>), ServiceError> {
+        let store = Store::open(db)?;
+        let policy = config.policy.to_string();
+        match store.meta("policy")? {
+            Some(p) if p != policy => {
+                return Err(ServiceError::Internal(format!(
+                    "database {} holds decisions of policy {p}; start it with --policy {p} (it was asked for {policy})",
+                    db.display()
+                )))
+            }
+            Some(_) => {}
+            None => store.set_meta("policy", &policy)?,
+        }
+        let mut generated = None;
+        let admin_sha256 = match admin {
+            AdminToken::Given(t) => {
+                let d = auth::digest(&t);
+                store.set_meta("admin_token_sha256", &d)?;
+                d
+            }
+            AdminToken::Stored => match store.meta("admin_token_sha256")? {
+                Some(d) => d,
+                None => {
+                    let t = auth::new_token();
+                    let d = auth::digest(&t);
+                    store.set_meta("admin_token_sha256", &d)?;
+                    generated = Some(t);
+                    d
+                }
+            },
+        };
+        let engine = Engine::load(
+            config.policy,
+            store.hosts()?,
+            store.tenants()?,
+            store.placements()?,
+            store.last_seq()?,
+        )?;
+        tracing::info!(
+            db = %db.display(),
+            hosts = engine.hosts().len(),
+            tenants = engine.tenant_count(),
+            seq = engine.seq(),
+            "state restored"
+        );
+        let service = Service {
+            inner: Mutex::new(Inner {
+                engine,
+                store,
+                metrics: Metrics::default(),
+                bounds: None,
+            }),
+            admin_sha256,
+            config,
+            limiter: Mutex::new(Limiter {
+                tokens: config.mutation_burst,
+                last: Instant::now(),
+            }),
+        };
+        Ok((Arc::new(service), generated))
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        // every change is applied only after its commit, and apply either completes or
+        // leaves the previous state: a poisoned lock still holds a consistent state
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn caller(&self, headers: &HeaderMap) -> Result<Caller, ServiceError> {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(ServiceError::Unauthorized(
+                "no token; send Authorization: Bearer TOKEN (the admin token, or the tenant's own)"
+                    .into(),
+            ));
+        };
+        let token = value.to_str().ok().and_then(auth::bearer).ok_or_else(|| {
+            ServiceError::Unauthorized("the Authorization header is not \"Bearer TOKEN\"".into())
+        })?;
+        if auth::matches(token, &self.admin_sha256) {
+            return Ok(Caller::Admin);
+        }
+        let d = auth::digest(token);
+        match self.inner().engine.tenant_with_token(&d) {
+            Some(name) => Ok(Caller::Tenant(name.to_string())),
+            None => Err(ServiceError::Unauthorized(
+                "the token is not valid (unknown, or its tenant departed)".into(),
+            )),
+        }
+    }
+
+    fn admin(&self, headers: &HeaderMap) -> Result<(), ServiceError> {
+        match self.caller(headers)? {
+            Caller::Admin => Ok(()),
+            Caller::Tenant(t) => Err(ServiceError::Forbidden(format!(
+                "tenant {t:?}'s token cannot do this; it needs the admin token"
+            ))),
+        }
+    }
+
+    fn limit(&self) -> Result<(), ServiceError> {
+        let mut l = self.limiter.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let dt = now.saturating_duration_since(l.last).as_secs_f64();
+        l.last = now;
+        l.tokens = (l.tokens + dt * self.config.mutations_per_s).min(self.config.mutation_burst);
+        if l.tokens < 1.0 {
+            return Err(ServiceError::RateLimited {
+                per_s: self.config.mutations_per_s,
+            });
+        }
+        l.tokens -= 1.0;
+        Ok(())
+    }
+
+    /// Commits `p` and applies it; counts it in the metrics.
+    fn commit(
+        &self,
+        inner: &mut Inner,
+        p: Proposal,
+        started: Instant,
+    ) -> Result<crate::api::Decision, ServiceError> {
+        inner.store.commit(&p.change)?;
+        let decision = p.decision.clone();
+        if let Err(e) = inner.engine.apply(p) {
+            // the database has the decision; memory is rebuilt from it
+            tracing::error!(error = %e, "applying a committed decision failed; reloading the state");
+            let reloaded = Engine::load(
+                self.config.policy,
+                inner.store.hosts()?,
+                inner.store.tenants()?,
+                inner.store.placements()?,
+                inner.store.last_seq()?,
+            )?;
+            inner.engine = reloaded;
+        }
+        let latency = started.elapsed().as_secs_f64();
+        inner
+            .metrics
+            .record(decision.kind, decision.admitted, latency);
+        tracing::info!(
+            seq = decision.seq,
+            kind = ?decision.kind,
+            tenant = %decision.tenant,
+            admitted = decision.admitted,
+            bound_s = ?decision.bound_s,
+            latency_ms = latency * 1e3,
+            "decision committed"
+        );
+        Ok(decision)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Caller {
+    Admin,
+    Tenant(String),
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+struct Failure(ServiceError);
+
+impl From<ServiceError> for Failure {
+    fn from(e: ServiceError) -> Failure {
+        Failure(e)
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let status =
+            StatusCode::from_u16(self.0.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if status.is_server_error() {
+            tracing::error!(error = %self.0, "request failed");
+        }
+        let mut r = (status, Json(self.0.body())).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        r
+    }
+}
+
+type Shared = State<Arc<Service>>;
+type Answer = Result<Response, Failure>;
+
+fn json<T: Serialize>(status: StatusCode, v: &T) -> Answer {
+    Ok((status, Json(v)).into_response())
+}
+
+/// The body as JSON of `T`: 415 unless the content type is JSON, 413 past the size limit, 400
+/// naming the field when it does not parse.
+fn body<T: serde::de::DeserializeOwned>(
+    s: &Service,
+    headers: &HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<T, ServiceError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !ct
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("application/json")
+    {
+        return Err(ServiceError::UnsupportedMediaType(ct.to_string()));
+    }
+    let bytes = bytes.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServiceError::TooLarge {
+                limit: s.config.max_body_bytes,
+            }
+        } else {
+            ServiceError::Malformed {
+                field: None,
+                message: format!("the body could not be read: {r}"),
+            }
+        }
+    })?;
+    parse_json(&bytes)
+}
+
+/// Runs blocking work (characterization, SQLite) off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ServiceError::Internal(format!("worker failed: {e}")))?
+}
+
+async fn healthz(State(s): Shared) -> Answer {
+    let inner = s.inner();
+    json(
+        StatusCode::OK,
+        &Health {
+            status: "ok".into(),
+            tenants: inner.engine.tenant_count(),
+            hosts: inner.engine.hosts().len(),
+            seq: inner.engine.seq(),
+        },
+    )
+}
+
+async fn metrics(State(s): Shared) -> Answer {
+    let s2 = s.clone();
+    let text = blocking(move || {
+        let mut inner = s2.inner();
+        let seq = inner.engine.seq();
+        let bounds = match inner.bounds.take() {
+            Some((at, b)) if at == seq => b,
+            _ => inner.engine.bounds()?,
+        };
+        let text = inner.metrics.render(
+            inner.engine.tenant_count(),
+            &bounds,
+            &inner.engine.link_loads(),
+        );
+        inner.bounds = Some((seq, bounds));
+        Ok(text)
+    })
+    .await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
+
+/// Decisions the status page lists.
+const STATUS_DECISIONS: u64 = 20;
+
+async fn status(State(s): Shared) -> Answer {
+    let s2 = s.clone();
+    let page = blocking(move || {
+        let mut inner = s2.inner();
+        let seq = inner.engine.seq();
+        let bounds = match inner.bounds.take() {
+            Some((at, b)) if at == seq => b,
+            _ => inner.engine.bounds()?,
+        };
+        let decisions = inner.store.recent_decisions(STATUS_DECISIONS)?;
+        let policy = inner.engine.policy().to_string();
+        let page = crate::status::render(&crate::status::StatusView {
+            policy: &policy,
+            seq,
+            hosts: inner.engine.hosts(),
+            bounds: &bounds,
+            loads: &inner.engine.link_loads(),
+            decisions: &decisions,
+        });
+        inner.bounds = Some((seq, bounds));
+        Ok(page)
+    })
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response())
+}
+
+async fn openapi() -> Answer {
+    json(StatusCode::OK, &crate::openapi::document())
+}
+
+async fn list_hosts(State(s): Shared, headers: HeaderMap) -> Answer {
+    s.caller(&headers)?;
+    let hosts = s.inner().engine.hosts().to_vec();
+    json(StatusCode::OK, &hosts)
+}
+
+async fn add_host(
+    State(s): Shared,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Answer {
+    s.admin(&headers)?;
+    s.limit()?;
+    let h: NewHost = body(&s, &headers, bytes)?;
+    let s2 = s.clone();
+    let host = blocking(move || {
+        let mut inner = s2.inner();
+        let p = inner.engine.propose_host(h)?;
+        let host = p.change.insert_host.clone();
+        inner.store.commit(&p.change)?;
+        inner.engine.apply(p)?;
+        Ok(host)
+    })
+    .await?;
+    json(StatusCode::CREATED, &host)
+}
+
+async fn list_tenants(State(s): Shared, headers: HeaderMap) -> Answer {
+    let caller = s.caller(&headers)?;
+    let inner = s.inner();
+    let tenants = match caller {
+        Caller::Admin => inner.engine.tenants(),
+        Caller::Tenant(t) => inner.engine.tenant(&t).into_iter().collect(),
+    };
+    drop(inner);
+    json(StatusCode::OK, &tenants)
+}
+
+/// The tenant `name` may be read or departed by `caller`.
+fn own(caller: &Caller, name: &str) -> Result<(), ServiceError> {
+    match caller {
+        Caller::Admin => Ok(()),
+        Caller::Tenant(t) if t == name => Ok(()),
+        Caller::Tenant(t) => Err(ServiceError::Forbidden(format!(
+            "tenant {t:?}'s token gives access to {t:?} only, not to {name:?}"
+        ))),
+    }
+}
+
+async fn get_tenant(
+    State(s): Shared,
+    headers: HeaderMap,
+    UrlPath(name): UrlPath<String>,
+) -> Answer {
+    own(&s.caller(&headers)?, &name)?;
+    let t = s.inner().engine.tenant(&name);
+    match t {
+        Some(t) => json(StatusCode::OK, &t),
+        None => Err(ServiceError::NotFound {
+            what: "admitted tenant",
+            name,
+        }
+        .into()),
+    }
+}
+
+async fn decide(
+    s: Arc<Service>,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+    kind: DecisionKind,
+) -> Answer {
+    let started = Instant::now();
+    s.admin(&headers)?;
+    if kind == DecisionKind::Arrive {
+        s.limit()?;
+    }
+    let req: NewTenant = body(&s, &headers, bytes)?;
+    let policy = s.config.policy;
+    let s2 = s.clone();
+    let (decision, token) = blocking(move || {
+        let candidate = prepare(req, policy)?;
+        let token = auth::new_token();
+        // decisions are serialized: propose and commit under one lock
+        let mut inner = s2.inner();
+        let p = inner
+            .engine
+            .propose_arrival(&candidate, kind, &auth::digest(&token), now_ms())?;
+        if kind == DecisionKind::WhatIf {
+            let d = p.decision;
+            inner
+                .metrics
+                .record(kind, d.admitted, started.elapsed().as_secs_f64());
+            return Ok((d, None));
+        }
+        let admitted = p.decision.admitted;
+        let d = s2.commit(&mut inner, p, started)?;
+        Ok((d, admitted.then_some(token)))
+    })
+    .await?;
+    if kind == DecisionKind::WhatIf {
+        return json(StatusCode::OK, &decision);
+    }
+    let status = if decision.admitted {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    json(status, &Admitted { decision, token })
+}
+
+async fn add_tenant(
+    State(s): Shared,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Answer {
+    decide(s, headers, bytes, DecisionKind::Arrive).await
+}
+
+async fn what_if(
+    State(s): Shared,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Answer {
+    decide(s, headers, bytes, DecisionKind::WhatIf).await
+}
+
+async fn depart(State(s): Shared, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Answer {
+    let started = Instant::now();
+    own(&s.caller(&headers)?, &name)?;
+    s.limit()?;
+    let s2 = s.clone();
+    let d = blocking(move || {
+        let mut inner = s2.inner();
+        let p = inner.engine.propose_departure(&name, now_ms())?;
+        s2.commit(&mut inner, p, started)
+    })
+    .await?;
+    json(StatusCode::OK, &d)
+}
+
+/// `since` and `limit` of `GET /v1/decisions`.
+fn decisions_query(q: Option<&str>) -> Result<(u64, u64), ServiceError> {
+    let (mut since, mut limit) = (0u64, 100u64);
+    for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let n = |field: &str| {
+            v.parse::<u64>().map_err(|_| ServiceError::Malformed {
+                field: Some(field.to_string()),
+                message: format!("query parameter {field}={v:?} is not a non-negative integer"),
+            })
+        };
+        match k {
+            "since" => since = n("since")?,
+            "limit" => {
+                limit = n("limit")?;
+                if !(1..=1000).contains(&limit) {
+                    return Err(ServiceError::invalid(
+                        "limit",
+                        format!("{limit} is out of range; expected 1 to 1000"),
+                    ));
+                }
+            }
+            other => {
+                return Err(ServiceError::Malformed {
+                    field: Some(other.to_string()),
+                    message: format!("unknown query parameter {other:?}; expected since, limit"),
+                })
+            }
+        }
+    }
+    Ok((since, limit))
+}
+
+async fn decisions(State(s): Shared, headers: HeaderMap, RawQuery(q): RawQuery) -> Answer {
+    let caller = s.caller(&headers)?;
+    let (since, limit) = decisions_query(q.as_deref())?;
+    let s2 = s.clone();
+    let list = blocking(move || {
+        let inner = s2.inner();
+        let tenant = match &caller {
+            Caller::Admin => None,
+            Caller::Tenant(t) => Some(t.as_str()),
+        };
+        inner.store.decisions(since, limit, tenant)
+    })
+    .await?;
+    json(StatusCode::OK, &list)
+}
+
+async fn bounds(State(s): Shared, headers: HeaderMap) -> Answer {
+    let caller = s.caller(&headers)?;
+    let s2 = s.clone();
+    let list = blocking(move || s2.inner().engine.bounds()).await?;
+    let list: Vec<_> = match caller {
+        Caller::Admin => list,
+        Caller::Tenant(t) => list.into_iter().filter(|b| b.tenant == t).collect(),
+    };
+    json(StatusCode::OK, &list)
+}
+
+async fn not_found() -> Answer {
+    Err(ServiceError::NotFound {
+        what: "route",
+        name: "see /openapi.json for the routes".into(),
+    }
+    .into())
+}
+
+/// The routes over `service`.
+pub fn router(service: Arc<Service>) -> Router {
+    let limit = service.config.max_body_bytes;
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .route("/status", get(status))
+        .route("/v1/hosts", get(list_hosts).post(add_host))
+        .route("/v1/tenants", get(list_tenants).post(add_tenant))
+        .route("/v1/tenants/{name}", get(get_tenant).delete(depart))
+        .route("/v1/what-if", axum::routing::post(what_if))
+        .route("/v1/decisions", get(decisions))
+        .route("/v1/bounds", get(bounds))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(service)
+}
+
+/// Serves the API on `listener` until `shutdown`.
+///
+/// # Errors
+/// The server's I/O error.
+pub async fn serve(
+    listener: TcpListener,
+    service: Arc<Service>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(service))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_decisions_query_names_the_bad_parameter() {
+        assert_eq!(decisions_query(None).unwrap(), (0, 100));
+        assert_eq!(decisions_query(Some("since=5&limit=7")).unwrap(), (5, 7));
+        let e = decisions_query(Some("since=-1")).unwrap_err();
+        assert_eq!((e.status(), e.field()), (400, Some("since")));
+        let e = decisions_query(Some("limit=0")).unwrap_err();
+        assert_eq!((e.status(), e.field()), (422, Some("limit")));
+        let e = decisions_query(Some("page=2")).unwrap_err();
+        assert_eq!(e.field(), Some("page"));
+    }
+}

@@ -1,0 +1,554 @@
+//! The catalogue of bad requests: each gets the right 4xx, a JSON body saying what is wrong
+//! and naming the field, and the state is unchanged afterwards.
+
+use crate::common::{host, mmpp_flow, mmpp_tenant, tenant, Server, ADMIN};
+use bytes::Bytes;
+use hyper::Method;
+use serde_json::{json, Value};
+use tailbound_service::api::{Admitted, ErrorBody, Health};
+use tailbound_service::client::ServiceClient;
+use tailbound_service::Config;
+
+/// One bad request.
+struct Bad {
+    what: &'static str,
+    method: Method,
+    path: &'static str,
+    /// None: no Authorization header
+    token: Option<String>,
+    content_type: Option<&'static str>,
+    body: Vec<u8>,
+    status: u16,
+    field: Option<&'static str>,
+}
+
+fn bad(
+    what: &'static str,
+    path: &'static str,
+    body: Value,
+    status: u16,
+    field: Option<&'static str>,
+) -> Bad {
+    Bad {
+        what,
+        method: Method::POST,
+        path,
+        token: Some(ADMIN.into()),
+        content_type: Some("application/json"),
+        body: serde_json::to_vec(&body).unwrap(),
+        status,
+        field,
+    }
+}
+
+fn with(t: &Value, f: impl FnOnce(&mut Value)) -> Value {
+    let mut t = t.clone();
+    f(&mut t);
+    t
+}
+
+#[tokio::test]
+async fn every_bad_request_gets_its_4xx_naming_the_field_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("s.db"), Config::default()).await;
+    let c = s.admin();
+    host(&c, "server1", "1Gbit", None).await;
+    host(&c, "disk1", "1Gbit", Some(1.0)).await;
+    host(&c, "client0", "1Gbit", None).await;
+    let (_, a): (u16, Admitted) = c
+        .call(
+            Method::POST,
+            "/v1/tenants",
+            Some(&mmpp_tenant("a", "client0", "server1", "50ms")),
+        )
+        .await
+        .unwrap();
+    let (_, b): (u16, Admitted) = c
+        .call(
+            Method::POST,
+            "/v1/tenants",
+            Some(&mmpp_tenant("b", "client0", "server1", "50ms")),
+        )
+        .await
+        .unwrap();
+    let token_a = a.token.unwrap();
+    let token_b = b.token.unwrap();
+    let (_, before): (u16, Health) = c.call(Method::GET, "/healthz", None::<&()>).await.unwrap();
+
+    let ok = mmpp_tenant("new", "client0", "server1", "50ms");
+    let gen = tenant("gen", "client0", Some("server1"), "50ms", 100.0);
+    let t = "/v1/tenants";
+    let mut cases = vec![
+        Bad {
+            body: b"{".to_vec(),
+            ..bad("malformed JSON", t, json!(null), 400, None)
+        },
+        bad("a list instead of an object", t, json!([]), 400, None),
+        bad(
+            "slo of the wrong type",
+            t,
+            with(&ok, |v| v["slo"] = json!(true)),
+            400,
+            Some("slo"),
+        ),
+        bad(
+            "name of the wrong type",
+            t,
+            with(&ok, |v| v["name"] = json!(7)),
+            400,
+            Some("name"),
+        ),
+        bad(
+            "missing traffic",
+            t,
+            with(&ok, |v| {
+                v.as_object_mut().unwrap().remove("traffic");
+            }),
+            400,
+            Some("traffic"),
+        ),
+        bad(
+            "unknown field",
+            t,
+            with(&ok, |v| v["colour"] = json!("red")),
+            400,
+            Some("colour"),
+        ),
+        bad(
+            "percentile 100",
+            t,
+            with(&ok, |v| v["percentile"] = json!(100.0)),
+            422,
+            Some("percentile"),
+        ),
+        bad(
+            "percentile 0",
+            t,
+            with(&ok, |v| v["percentile"] = json!(0.0)),
+            422,
+            Some("percentile"),
+        ),
+        bad(
+            "percentile -5",
+            t,
+            with(&ok, |v| v["percentile"] = json!(-5.0)),
+            422,
+            Some("percentile"),
+        ),
+        bad(
+            "SLO 0",
+            t,
+            with(&ok, |v| v["slo"] = json!(0.0)),
+            422,
+            Some("slo"),
+        ),
+        bad(
+            "SLO negative",
+            t,
+            with(&ok, |v| v["slo"] = json!("-3ms")),
+            422,
+            Some("slo"),
+        ),
+        bad(
+            "SLO without a unit we know",
+            t,
+            with(&ok, |v| v["slo"] = json!("fast")),
+            422,
+            Some("slo"),
+        ),
+        bad(
+            "unknown client host",
+            t,
+            with(&ok, |v| v["client"] = json!("nowhere")),
+            422,
+            Some("client"),
+        ),
+        bad(
+            "unknown server host",
+            t,
+            with(&ok, |v| v["server"] = json!("nowhere")),
+            422,
+            Some("server"),
+        ),
+        bad(
+            "duplicate tenant",
+            t,
+            with(&ok, |v| v["name"] = json!("a")),
+            409,
+            Some("name"),
+        ),
+        bad(
+            "a name with a space",
+            t,
+            with(&ok, |v| v["name"] = json!("a b")),
+            422,
+            Some("name"),
+        ),
+        bad(
+            "no traffic given",
+            t,
+            with(&ok, |v| v["traffic"] = json!({})),
+            422,
+            Some("traffic"),
+        ),
+        bad(
+            "two kinds of traffic",
+            t,
+            with(&ok, |v| v["traffic"]["trace"] = json!("0,R,0,4096\n")),
+            422,
+            Some("traffic"),
+        ),
+        bad(
+            "seed without a model",
+            t,
+            with(&ok, |v| v["traffic"]["seed"] = json!(3)),
+            422,
+            Some("traffic.seed"),
+        ),
+        bad(
+            "a trace that is not one",
+            t,
+            with(&ok, |v| {
+                v["traffic"] = json!({"trace": "hello, world\nnot a trace\n"})
+            }),
+            422,
+            Some("traffic.trace"),
+        ),
+        bad(
+            "a generator asking for 1e9 requests",
+            t,
+            with(&gen, |v| v["traffic"]["model"]["duration_s"] = json!(1e7)),
+            422,
+            Some("traffic.model.duration_s"),
+        ),
+        bad(
+            "a generator with a negative rate",
+            t,
+            with(&gen, |v| {
+                v["traffic"]["model"]["arrival"]["rate_per_s"] = json!(-1.0)
+            }),
+            422,
+            Some("traffic.model"),
+        ),
+        bad(
+            "flows without net-out",
+            t,
+            with(&ok, |v| {
+                v["traffic"]["flows"] = json!([mmpp_flow("net-in", 10.0, 100.0)])
+            }),
+            422,
+            Some("traffic.flows"),
+        ),
+        bad(
+            "an unknown stage",
+            t,
+            with(&ok, |v| v["traffic"]["flows"][0]["stage"] = json!("disk")),
+            400,
+            Some("traffic.flows[0].stage"),
+        ),
+        bad(
+            "an MMPP whose rows do not sum to 1",
+            t,
+            with(&ok, |v| {
+                v["traffic"]["flows"][0]["mmpp"]["transition"] = json!([[0.5]])
+            }),
+            422,
+            Some("traffic.flows[0].mmpp"),
+        ),
+        bad(
+            "a stage twice",
+            t,
+            with(&ok, |v| v["traffic"]["flows"][1]["stage"] = json!("net-in")),
+            422,
+            Some("traffic.flows[1].stage"),
+        ),
+        bad(
+            "a storage flow the tenant does not have",
+            t,
+            with(&ok, |v| {
+                v["traffic"]["flows"][1]["stage"] = json!("storage")
+            }),
+            422,
+            Some("traffic.flows[1].stage"),
+        ),
+        bad(
+            "storage on a server without storage",
+            t,
+            with(&gen, |v| v["storage"] = json!(true)),
+            422,
+            Some("storage"),
+        ),
+        bad(
+            "depends on an unknown tenant",
+            t,
+            with(&ok, |v| v["depends_on"] = json!(["ghost"])),
+            422,
+            Some("depends_on"),
+        ),
+        bad(
+            "depends on itself",
+            t,
+            with(&ok, |v| v["depends_on"] = json!(["new"])),
+            422,
+            Some("depends_on"),
+        ),
+        bad(
+            "placement without requests",
+            t,
+            with(&ok, |v| {
+                v.as_object_mut().unwrap().remove("server");
+            }),
+            422,
+            Some("server"),
+        ),
+        Bad {
+            body: vec![b' '; 9 << 20],
+            ..bad("a 9 MiB body", t, json!(null), 413, None)
+        },
+        Bad {
+            content_type: None,
+            ..bad("no content type", t, ok.clone(), 415, None)
+        },
+        Bad {
+            content_type: Some("text/plain"),
+            ..bad("text/plain", t, ok.clone(), 415, None)
+        },
+        Bad {
+            token: None,
+            ..bad("no token", t, ok.clone(), 401, None)
+        },
+        Bad {
+            token: Some("tb_wrong".into()),
+            ..bad("a wrong token", t, ok.clone(), 401, None)
+        },
+        Bad {
+            token: Some(token_a.clone()),
+            ..bad(
+                "a tenant's token on an admin route",
+                t,
+                ok.clone(),
+                403,
+                None,
+            )
+        },
+        Bad {
+            token: None,
+            ..bad(
+                "what-if without a token",
+                "/v1/what-if",
+                ok.clone(),
+                401,
+                None,
+            )
+        },
+        bad(
+            "what-if with percentile 100",
+            "/v1/what-if",
+            with(&ok, |v| v["percentile"] = json!(100.0)),
+            422,
+            Some("percentile"),
+        ),
+        bad(
+            "a duplicate host",
+            "/v1/hosts",
+            json!({"name": "server1", "link": "1Gbit"}),
+            409,
+            Some("name"),
+        ),
+        bad(
+            "a link that is not a rate",
+            "/v1/hosts",
+            json!({"name": "h9", "link": "fast"}),
+            422,
+            Some("link"),
+        ),
+        bad(
+            "a link of 0",
+            "/v1/hosts",
+            json!({"name": "h9", "link": 0}),
+            422,
+            Some("link"),
+        ),
+        bad(
+            "negative storage",
+            "/v1/hosts",
+            json!({"name": "h9", "link": "1Gbit", "storage": -1}),
+            422,
+            Some("storage"),
+        ),
+        Bad {
+            token: None,
+            ..bad(
+                "a host without a token",
+                "/v1/hosts",
+                json!({"name": "h9", "link": "1Gbit"}),
+                401,
+                None,
+            )
+        },
+    ];
+    let empty = |what, method, path, token: Option<String>, status, field| Bad {
+        what,
+        method,
+        path,
+        token,
+        content_type: None,
+        body: Vec::new(),
+        status,
+        field,
+    };
+    cases.extend([
+        empty(
+            "depart without a token",
+            Method::DELETE,
+            "/v1/tenants/a",
+            None,
+            401,
+            None,
+        ),
+        empty(
+            "Basic instead of Bearer",
+            Method::DELETE,
+            "/v1/tenants/a",
+            Some("Basic YWRtaW4=".into()),
+            401,
+            None,
+        ),
+        empty(
+            "another tenant's token departs",
+            Method::DELETE,
+            "/v1/tenants/b",
+            Some(token_a.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "another tenant's token reads",
+            Method::GET,
+            "/v1/tenants/a",
+            Some(token_b.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "depart an unknown tenant",
+            Method::DELETE,
+            "/v1/tenants/ghost",
+            Some(ADMIN.into()),
+            404,
+            None,
+        ),
+        empty(
+            "read an unknown tenant",
+            Method::GET,
+            "/v1/tenants/ghost",
+            Some(ADMIN.into()),
+            404,
+            None,
+        ),
+        empty(
+            "a since that is not a number",
+            Method::GET,
+            "/v1/decisions?since=x",
+            Some(ADMIN.into()),
+            400,
+            Some("since"),
+        ),
+        empty(
+            "a limit out of range",
+            Method::GET,
+            "/v1/decisions?limit=5000",
+            Some(ADMIN.into()),
+            422,
+            Some("limit"),
+        ),
+        empty(
+            "list tenants without a token",
+            Method::GET,
+            "/v1/tenants",
+            None,
+            401,
+            None,
+        ),
+        empty(
+            "an unknown route",
+            Method::GET,
+            "/v1/nothing",
+            Some(ADMIN.into()),
+            404,
+            None,
+        ),
+    ]);
+    assert!(cases.len() >= 30);
+    let raw = ServiceClient::new(&s.url(), None, std::time::Duration::from_secs(60)).unwrap();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let client = raw.with_token(case.token.clone());
+        let a = client
+            .raw(
+                case.method.clone(),
+                case.path,
+                case.content_type,
+                Bytes::from(case.body.clone()),
+            )
+            .await
+            .unwrap();
+        let body: Result<ErrorBody, _> = serde_json::from_slice(&a.body);
+        let ok = a.status == case.status
+            && body.as_ref().is_ok_and(|b| {
+                !b.error.is_empty() && (case.field.is_none() || b.field.as_deref() == case.field)
+            });
+        if !ok {
+            failures.push(format!(
+                "{}: {} {} -> {} {}",
+                case.what,
+                case.method,
+                case.path,
+                a.status,
+                String::from_utf8_lossy(&a.body)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    // nothing changed
+    let (_, after): (u16, Health) = c.call(Method::GET, "/healthz", None::<&()>).await.unwrap();
+    assert_eq!(after, before);
+}
+
+#[tokio::test]
+async fn mutating_requests_beyond_the_rate_limit_get_429() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        mutations_per_s: 0.001,
+        mutation_burst: 1.0,
+        ..Config::default()
+    };
+    let s = Server::start(&dir.path().join("s.db"), config).await;
+    let c = s.admin();
+    host(&c, "h1", "1Gbit", None).await;
+    let e = c
+        .call::<Value>(
+            Method::POST,
+            "/v1/hosts",
+            Some(&json!({"name": "h2", "link": "1Gbit"})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            tailbound_service::client::ClientError::Refused { status: 429, .. }
+        ),
+        "{e}"
+    );
+    // reads are not limited
+    c.call::<Value>(Method::GET, "/v1/hosts", None::<&()>)
+        .await
+        .unwrap();
+}

@@ -1,0 +1,8 @@
+//! The controller service on 127.0.0.1:0: decisions over HTTP, restarts from the database, the
+//! catalogue of bad requests, the OpenAPI document against the routes.
+
+mod api;
+mod common;
+mod errors;
+mod routes;
+mod status;
