@@ -8,8 +8,9 @@ set -euo pipefail
 
 # cmake and a C++ compiler build HiGHS (through the `highs` crate); libclang is bindgen's.
 build_packages=(cmake g++ make clang libclang-dev pkg-config)
-# iproute2: network namespaces and tc; memcached: the real server of the testbed.
-test_packages=(iproute2 memcached)
+# iproute2: network namespaces and tc; memcached: the real server of the testbed; chromium:
+# the headless browser that checks the service's status page.
+test_packages=(iproute2 memcached chromium)
 
 case "${1:-}" in
   build) wanted=("${build_packages[@]}") ;;
