@@ -1,15 +1,13 @@
 //! The enforcers' side of the protocol: an HTTP/1.1 client (hyper) for the controller's
 //! routes, with a timeout on every call.
 
+use crate::http::{HttpClient, HttpError};
 use crate::protocol::{
     valid_id, AllocationUpdate, ApiError, DatacenterInfo, Register, Report, Status,
 };
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, StatusCode, Uri};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::header::CONTENT_TYPE;
+use hyper::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
@@ -39,9 +37,17 @@ pub enum ClientError {
 /// A client of one controller.
 #[derive(Debug, Clone)]
 pub struct ControlClient {
-    base: String,
-    client: Client<HttpConnector, Full<Bytes>>,
-    timeout: Duration,
+    http: HttpClient,
+}
+
+impl From<HttpError> for ClientError {
+    fn from(e: HttpError) -> ClientError {
+        match e {
+            HttpError::Request { url, message } => ClientError::Malformed { url, message },
+            HttpError::Unreachable { url, message } => ClientError::Unreachable { url, message },
+            HttpError::Timeout { url, timeout_s } => ClientError::Timeout { url, timeout_s },
+        }
+    }
 }
 
 impl ControlClient {
@@ -50,93 +56,54 @@ impl ControlClient {
     /// # Errors
     /// [`ClientError::Url`].
     pub fn new(url: &str, timeout: Duration) -> Result<ControlClient, ClientError> {
-        let bad = |message: &str| ClientError::Url {
+        let http = HttpClient::new(url, timeout).map_err(|message| ClientError::Url {
             url: url.to_string(),
-            message: message.to_string(),
-        };
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: hyper::http::uri::InvalidUri| bad(&e.to_string()))?;
-        if uri.scheme_str() != Some("http") {
-            return Err(bad("only http:// is supported"));
-        }
-        if uri.authority().is_none() {
-            return Err(bad("no host and port"));
-        }
-        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-            return Err(bad("give no path"));
-        }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(timeout));
-        Ok(ControlClient {
-            base: url.trim_end_matches('/').to_string(),
-            client: Client::builder(TokioExecutor::new()).build(connector),
-            timeout,
-        })
+            message,
+        })?;
+        Ok(ControlClient { http })
     }
 
     /// The controller's URL.
     pub fn url(&self) -> &str {
-        &self.base
+        self.http.base()
     }
 
+    /// `method path` with an optional JSON body; a 200 answer parsed as `T`, anything else
+    /// [`ClientError::Refused`].
     async fn call<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<T, ClientError> {
-        let url = format!("{}{path}", self.base);
-        let malformed = |message: String| ClientError::Malformed {
-            url: url.clone(),
-            message,
+        let url = format!("{}{path}", self.http.base());
+        let headers = match body {
+            Some(_) => vec![(CONTENT_TYPE, "application/json".to_string())],
+            None => Vec::new(),
         };
-        let mut req = Request::builder().method(method).uri(&url);
-        if body.is_some() {
-            req = req.header("content-type", "application/json");
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| malformed(e.to_string()))?;
-        let exchange = async {
-            let resp = self
-                .client
-                .request(req)
-                .await
-                .map_err(|e| ClientError::Unreachable {
-                    url: url.clone(),
-                    message: format!("{e:#}"),
-                })?;
-            let status = resp.status();
-            let bytes = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| ClientError::Unreachable {
-                    url: url.clone(),
-                    message: e.to_string(),
-                })?
-                .to_bytes();
-            Ok::<_, ClientError>((status, bytes))
-        };
-        let (status, bytes) = tokio::time::timeout(self.timeout, exchange)
-            .await
-            .map_err(|_| ClientError::Timeout {
-                url: url.clone(),
-                timeout_s: self.timeout.as_secs_f64(),
-            })??;
-        if status != StatusCode::OK {
+        let (status, bytes) = self
+            .http
+            .exchange(
+                method,
+                path,
+                &headers,
+                Bytes::from(body.unwrap_or_default()),
+            )
+            .await?;
+        if status != StatusCode::OK.as_u16() {
             let message = serde_json::from_slice::<ApiError>(&bytes)
                 .map(|e| e.error)
                 .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned());
             return Err(ClientError::Refused {
                 url,
-                status: status.as_u16(),
+                status,
                 message,
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Malformed {
+            url,
+            message: e.to_string(),
+        })
     }
 
     fn json(value: &impl Serialize) -> Result<Vec<u8>, ClientError> {

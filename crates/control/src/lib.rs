@@ -14,6 +14,7 @@
 //! (`tailbound-enforcer`), the long-running service with persistence (issue 24).
 
 pub mod client;
+pub mod http;
 pub mod protocol;
 pub mod server;
 pub mod state;

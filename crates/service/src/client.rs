@@ -4,14 +4,12 @@
 
 use crate::api::ErrorBody;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, Uri};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE};
+use hyper::Method;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::time::Duration;
+use tailbound_control::http::{HttpClient, HttpError};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -39,10 +37,18 @@ pub struct Answer {
 /// A client of one service, with an optional bearer token.
 #[derive(Debug, Clone)]
 pub struct ServiceClient {
-    base: String,
+    http: HttpClient,
     token: Option<String>,
-    client: Client<HttpConnector, Full<Bytes>>,
-    timeout: Duration,
+}
+
+impl From<HttpError> for ClientError {
+    fn from(e: HttpError) -> ClientError {
+        match e {
+            HttpError::Request { url, message } => ClientError::Url { url, message },
+            HttpError::Unreachable { url, message } => ClientError::Unreachable { url, message },
+            HttpError::Timeout { url, timeout_s } => ClientError::Timeout { url, timeout_s },
+        }
+    }
 }
 
 impl ServiceClient {
@@ -55,31 +61,11 @@ impl ServiceClient {
         token: Option<String>,
         timeout: Duration,
     ) -> Result<ServiceClient, ClientError> {
-        let bad = |message: &str| ClientError::Url {
+        let http = HttpClient::new(url, timeout).map_err(|message| ClientError::Url {
             url: url.to_string(),
-            message: message.to_string(),
-        };
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: hyper::http::uri::InvalidUri| bad(&e.to_string()))?;
-        if uri.scheme_str() != Some("http") {
-            return Err(bad("only http:// is supported"));
-        }
-        if uri.authority().is_none() {
-            return Err(bad("no host and port"));
-        }
-        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
-            return Err(bad("give no path"));
-        }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(timeout));
-        Ok(ServiceClient {
-            base: url.trim_end_matches('/').to_string(),
-            token,
-            client: Client::builder(TokioExecutor::new()).build(connector),
-            timeout,
-        })
+            message,
+        })?;
+        Ok(ServiceClient { http, token })
     }
 
     /// The same client with another token.
@@ -102,46 +88,15 @@ impl ServiceClient {
         content_type: Option<&str>,
         body: Bytes,
     ) -> Result<Answer, ClientError> {
-        let url = format!("{}{path}", self.base);
-        let mut req = Request::builder().method(method).uri(&url);
+        let mut headers = Vec::new();
         if let Some(ct) = content_type {
-            req = req.header(hyper::header::CONTENT_TYPE, ct);
+            headers.push((CONTENT_TYPE, ct.to_string()));
         }
         if let Some(t) = &self.token {
-            req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
+            headers.push((AUTHORIZATION, format!("Bearer {t}")));
         }
-        let req = req.body(Full::new(body)).map_err(|e| ClientError::Url {
-            url: url.clone(),
-            message: e.to_string(),
-        })?;
-        let call = async {
-            let resp = self
-                .client
-                .request(req)
-                .await
-                .map_err(|e| ClientError::Unreachable {
-                    url: url.clone(),
-                    message: format!("{e:?}"),
-                })?;
-            let status = resp.status().as_u16();
-            let body = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| ClientError::Unreachable {
-                    url: url.clone(),
-                    message: e.to_string(),
-                })?
-                .to_bytes();
-            Ok(Answer { status, body })
-        };
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(r) => r,
-            Err(_) => Err(ClientError::Timeout {
-                url,
-                timeout_s: self.timeout.as_secs_f64(),
-            }),
-        }
+        let (status, body) = self.http.exchange(method, path, &headers, body).await?;
+        Ok(Answer { status, body })
     }
 
     /// `method path` with an optional JSON body; a 2xx answer parsed as `T`, anything else
@@ -159,7 +114,7 @@ impl ServiceClient {
             Some(b) => (
                 Some("application/json"),
                 Bytes::from(serde_json::to_vec(b).map_err(|e| ClientError::Malformed {
-                    url: self.base.clone(),
+                    url: self.http.base().to_string(),
                     message: e.to_string(),
                 })?),
             ),
@@ -177,7 +132,7 @@ impl ServiceClient {
             });
         }
         let v = serde_json::from_slice(&a.body).map_err(|e| ClientError::Malformed {
-            url: self.base.clone(),
+            url: self.http.base().to_string(),
             message: e.to_string(),
         })?;
         Ok((a.status, v))
