@@ -851,8 +851,14 @@ mod graph_ops_tests {
     fn max_of_rate_latencies_switches_to_the_faster_line() {
         // 4·(t − 10)⁺ and 50·(t − 1000)⁺ cross at t = 49960 / 46
         let s = ServiceCurve::max_of(&[
-            RateLatency { rate: 4.0, latency_s: 10.0 },
-            RateLatency { rate: 50.0, latency_s: 1000.0 },
+            RateLatency {
+                rate: 4.0,
+                latency_s: 10.0,
+            },
+            RateLatency {
+                rate: 50.0,
+                latency_s: 1000.0,
+            },
         ])
         .unwrap();
         let x = 49_960.0 / 46.0;
@@ -864,11 +870,23 @@ mod graph_ops_tests {
         }
         // a line that never rises above the others is dropped
         let one = ServiceCurve::max_of(&[
-            RateLatency { rate: 4.0, latency_s: 1.0 },
-            RateLatency { rate: 2.0, latency_s: 3.0 },
+            RateLatency {
+                rate: 4.0,
+                latency_s: 1.0,
+            },
+            RateLatency {
+                rate: 2.0,
+                latency_s: 3.0,
+            },
         ])
         .unwrap();
-        assert_eq!(one.as_rate_latency(), Some(RateLatency { rate: 4.0, latency_s: 1.0 }));
+        assert_eq!(
+            one.as_rate_latency(),
+            Some(RateLatency {
+                rate: 4.0,
+                latency_s: 1.0
+            })
+        );
         assert!(ServiceCurve::max_of(&[]).is_err());
     }
 
