@@ -893,47 +893,22 @@ async fn reply_task(
                 if buf.capacity() - buf.len() < 16 * 1024 {
                     buf.reserve(64 * 1024);
                 }
-                match tokio::time::timeout(bt, br.read_buf(&mut buf)).await {
+                let lost = match tokio::time::timeout(bt, br.read_buf(&mut buf)).await {
                     Ok(Ok(n)) if n > 0 => continue,
-                    Ok(Ok(_)) => {
-                        break 'run fail(
-                            &shared,
-                            &mut cw,
-                            &mut out,
-                            &mut rx,
-                            pending.take(),
-                            "SERVER_ERROR backend connection lost",
-                            ct,
-                        )
-                        .await;
-                    }
-                    Ok(Err(e)) => {
-                        let msg = format!("SERVER_ERROR backend connection lost: {e}");
-                        break 'run fail(
-                            &shared,
-                            &mut cw,
-                            &mut out,
-                            &mut rx,
-                            pending.take(),
-                            &msg,
-                            ct,
-                        )
-                        .await;
-                    }
-                    Err(_) => {
-                        let msg = format!("SERVER_ERROR backend timeout: no reply within {bt:?}");
-                        break 'run fail(
-                            &shared,
-                            &mut cw,
-                            &mut out,
-                            &mut rx,
-                            pending.take(),
-                            &msg,
-                            ct,
-                        )
-                        .await;
-                    }
-                }
+                    Ok(Ok(_)) => "SERVER_ERROR backend connection lost".to_string(),
+                    Ok(Err(e)) => format!("SERVER_ERROR backend connection lost: {e}"),
+                    Err(_) => format!("SERVER_ERROR backend timeout: no reply within {bt:?}"),
+                };
+                break 'run fail(
+                    &shared,
+                    &mut cw,
+                    &mut out,
+                    &mut rx,
+                    pending.take(),
+                    &lost,
+                    ct,
+                )
+                .await;
             };
             // a value read: every item of a retrieval, the `VA` of an `mg`
             let value = (shape == ReplyShape::Retrieval && !c.done && !c.error)
