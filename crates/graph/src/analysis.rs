@@ -174,11 +174,19 @@ pub fn analyze(graph: &Graph, methods: &[GraphMethod]) -> Result<GraphReport, Gr
                 .collect(),
         })
         .collect();
+    let mut servers = dnc.servers;
+    if let Some(reason) = &dnc.missing {
+        for s in &mut servers {
+            s.tfa = Outcome::NotApplicable {
+                reason: reason.clone(),
+            };
+        }
+    }
     Ok(GraphReport {
         network: graph.name.clone(),
         methods: methods.to_vec(),
         flows,
-        servers: dnc.servers,
+        servers,
     })
 }
 

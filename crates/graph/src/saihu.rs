@@ -143,8 +143,8 @@ fn quantity(v: &Value, kind: Kind, default: &str, at: &At) -> Result<f64, GraphE
                 .char_indices()
                 .map(|(i, _)| i)
                 .chain([s.len()])
-                .filter(|&i| s[..i].parse::<f64>().is_ok())
-                .last();
+                .rev()
+                .find(|&i| s[..i].parse::<f64>().is_ok());
             match split {
                 Some(i) => {
                     let unit = s[i..].trim();

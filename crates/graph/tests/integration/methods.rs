@@ -98,6 +98,9 @@ percentile = 99
         r.flows[0].outcome(GraphMethod::Tfa).unwrap(),
         Outcome::NotApplicable { .. }
     ));
+    assert!(
+        matches!(&r.servers[0].tfa, Outcome::NotApplicable { reason } if reason.contains("no arrival curve"))
+    );
     let mut b = NetworkBuilder::new();
     let (qa, qb) = (b.queue("a", 2e6), b.queue("b", 3e6));
     for (name, path, m, p) in [
