@@ -317,7 +317,7 @@ fn bound<'py>(
     let report = py.allow_threads(|| {
         let scenario = source.load(|path| {
             let part = tailbound_report::characterized_part(path, flag)?;
-            tailbound_scenario::load_part(path, Models::Fitted, part)
+            tailbound_scenario::load_part(path, tailbound_report::bound_models(method), part)
         })?;
         tailbound_report::bound(&scenario, name.clone(), method, &opts, &mut || {})
             .map_err(|e| PyValueError::new_err(format!("{name}: {}", message(&e))))

@@ -24,7 +24,7 @@ use tailbound_curves::effbw::EffBwError;
 use tailbound_curves::mmpp::FitError;
 use tailbound_curves::rb::RbError;
 use tailbound_model::Decisions;
-use tailbound_scenario::{Part, Scenario, ScenarioError};
+use tailbound_scenario::{Models, Part, Scenario, ScenarioError};
 use tailbound_sim::{Plan, Replay, ReplayError, SimResult, Transmission};
 
 /// The most tenants [`bound`] analyses: the SNC analyses grow faster than quadratically with
@@ -76,6 +76,15 @@ pub fn characterized_part(path: &Path, flag: Option<Part>) -> Result<Option<Part
         tailbound_scenario::FileKind::SncTopology => Some(Part::Whole),
         _ => None,
     })
+}
+
+/// The traffic models [`bound`] needs fitted for `method`: the SNC analyses read MMPPs only;
+/// DNC reads arrival curves only, but the MMPP fit beside them is cheap.
+pub fn bound_models(method: Method) -> Models {
+    match method {
+        Method::Dnc => Models::Fitted,
+        _ => Models::Mmpp,
+    }
 }
 
 /// `tailbound bound`: every tenant's bound under `method`, calling `done` after each tenant.

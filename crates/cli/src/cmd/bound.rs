@@ -45,11 +45,7 @@ pub struct BoundArgs {
 pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
     let part = super::characterized_part(&a.scenario, a.characterize)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
-    // the SNC analyses read MMPPs only; DNC reads arrival curves only but the fit is cheap
-    let models = match a.method {
-        Method::Dnc => tailbound_scenario::Models::Fitted,
-        _ => tailbound_scenario::Models::Mmpp,
-    };
+    let models = tailbound_report::bound_models(a.method);
     let scenario = tailbound_scenario::load_part(&a.scenario, models, part)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let opts = BoundOptions {
