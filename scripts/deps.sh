@@ -6,11 +6,13 @@
 # something is missing.
 set -euo pipefail
 
-# cmake and a C++ compiler build HiGHS (through the `highs` crate); libclang is bindgen's.
-build_packages=(cmake g++ make clang libclang-dev pkg-config)
+# cmake and a C++ compiler build HiGHS (through the `highs` crate); libclang is bindgen's;
+# python3 is what pyo3's build script asks about the Python ABI (crates/py).
+build_packages=(cmake g++ make clang libclang-dev pkg-config python3)
 # iproute2: network namespaces and tc; memcached: the real server of the testbed; chromium:
-# the headless browser that checks the service's status page.
-test_packages=(iproute2 memcached chromium)
+# the headless browser that checks the service's status page; python3-venv: the fresh virtual
+# environment the Python package's wheel is installed into and tested in.
+test_packages=(iproute2 memcached chromium python3-venv)
 
 case "${1:-}" in
   build) wanted=("${build_packages[@]}") ;;

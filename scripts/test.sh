@@ -14,3 +14,16 @@ if [ ! -d ../shared/traces/msr-production ]; then
 fi
 
 cargo test --workspace --locked
+
+# The Python package (crates/py): its wheel is built in the dev profile on the workspace's
+# target (reusing what `cargo test` just compiled), installed into a fresh virtual environment
+# of Debian's python3 with maturin, pytest and numpy from PyPI, and its pytest suite checks it
+# against the `tailbound` binary `cargo test` built. A failing pytest fails this script.
+venv="$(mktemp -d /tmp/tailbound-py.XXXXXX)"
+trap 'rm -rf "$venv"' EXIT
+/usr/bin/python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest numpy
+"$venv/bin/maturin" build --profile dev --locked -m crates/py/Cargo.toml \
+  --interpreter "$venv/bin/python" --out "$venv/wheels"
+"$venv/bin/pip" install --quiet --disable-pip-version-check "$venv"/wheels/tailbound-*.whl
+TAILBOUND_BIN="$PWD/target/debug/tailbound" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/py/tests

@@ -4,8 +4,13 @@
 //! deserialize exactly what a user sees. Field names carry their units.
 
 use serde::{Deserialize, Serialize};
-use tailbound_model::{Mmpp, Stage};
 use tailbound_trace::TraceStats;
+
+// `bound`, `admit`, `simulate` and `curve` records are shared with the Python package.
+pub use tailbound_report::{
+    AdmitReport, AdmitTenant, BoundFlow, BoundReport, BoundTenant, EffBwReport, LatencySummary,
+    MmppReport, PriorityChange, RbReport, SimReport, SimTenant, SimWindow,
+};
 
 /// `tailbound trace stats --json`
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,138 +45,6 @@ pub struct GenReport {
     pub requests: usize,
 }
 
-/// `tailbound curve rb --json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RbReport {
-    pub trace: String,
-    pub stage: Stage,
-    /// unit of work at this stage (bytes or busy-s)
-    pub unit: String,
-    pub requests: usize,
-    /// mean work rate over the trace's span [unit/s]; null for a trace of one instant
-    pub mean_rate: Option<f64>,
-    /// r-b curve vertices `[rate [unit/s], burst [unit]]`, rate ascending; b stays at the
-    /// last vertex's value for higher rates
-    pub rb: Vec<[f64; 2]>,
-    /// arrival-curve vertices `[t [s], work [unit]]`; flat (or `tail_rate`) after the last
-    pub arrival: Vec<[f64; 2]>,
-    /// slope of the arrival curve after its last vertex [unit/s]
-    pub tail_rate: f64,
-    /// when `--prune K` was given: the curve was pruned to at most K pieces (an upper bound)
-    pub pruned_to: Option<usize>,
-}
-
-/// `tailbound curve mmpp --json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MmppReport {
-    pub trace: String,
-    pub stage: Stage,
-    pub unit: String,
-    pub requests: usize,
-    pub mmpp: Mmpp,
-    /// the fitted chain's mean load [unit/s]
-    pub mean_rate: f64,
-}
-
-/// `tailbound curve effbw --json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EffBwReport {
-    pub trace: String,
-    pub stage: Stage,
-    pub unit: String,
-    /// shaper delay target [s]
-    pub delay_s: f64,
-    /// least rate of a bucket-less shaper meeting the target [unit/s]
-    pub rate: f64,
-    /// mean work rate of the trace [unit/s], for comparison
-    pub mean_rate: Option<f64>,
-}
-
-/// `tailbound bound --json`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BoundReport {
-    pub scenario: String,
-    /// the analysis used (snc-meister, snc-hop, snc-conv, dnc)
-    pub method: String,
-    pub tenants: Vec<BoundTenant>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BoundTenant {
-    pub name: String,
-    /// latency target [s]
-    pub slo_s: f64,
-    pub percentile: f64,
-    /// priority level, 0 highest
-    pub priority: u32,
-    /// the tenant's bound [s]: the sum of its flows'; null when unbounded
-    pub bound_s: Option<f64>,
-    /// why there is no finite bound, when `bound_s` is null
-    pub unbounded: Option<String>,
-    pub flows: Vec<BoundFlow>,
-    pub meets_slo: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BoundFlow {
-    pub name: String,
-    /// violation probability of this flow's bound
-    pub epsilon: f64,
-    /// [s], null when unbounded
-    pub bound_s: Option<f64>,
-}
-
-/// `tailbound simulate --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SimReport {
-    pub scenario: String,
-    /// events the engine processed (arrivals, shaper releases, chunk departures)
-    pub events: u64,
-    /// the tenants that ran, in scenario order
-    pub tenants: Vec<SimTenant>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SimTenant {
-    pub name: String,
-    pub requests: u64,
-    /// sum of request sizes [bytes]
-    pub bytes: u64,
-    /// SLO latency [s]
-    pub slo_s: f64,
-    /// SLO percentile, e.g. 99.9
-    pub percentile: f64,
-    pub latency_s: LatencySummary,
-    /// one per window of arrival time holding requests (3 minutes by default)
-    pub windows: Vec<SimWindow>,
-    /// every window's SLO percentile ≤ the SLO latency
-    pub meets_slo: bool,
-}
-
-/// Exact nearest-rank latency percentiles [s].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    #[serde(rename = "p99.9")]
-    pub p999: f64,
-    pub max: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SimWindow {
-    /// window start in trace time [s]
-    pub start_s: f64,
-    pub requests: u64,
-    /// p99.9 of the window's requests [s]
-    #[serde(rename = "p99.9")]
-    pub p999: f64,
-    /// the tenant's SLO percentile of the window's requests [s]
-    pub slo_percentile_s: f64,
-}
-
 /// `tailbound opt --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OptReport {
@@ -191,43 +64,6 @@ pub struct OptReport {
 pub struct OptProbe {
     pub n: usize,
     pub all_meet: bool,
-}
-
-/// `tailbound admit --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AdmitReport {
-    pub scenario: String,
-    pub policy: String,
-    pub admitted: usize,
-    /// in arrival (file) order
-    pub tenants: Vec<AdmitTenant>,
-    /// what `tailbound simulate --decisions` replays
-    pub decisions: tailbound_model::Decisions,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AdmitTenant {
-    pub name: String,
-    pub slo_s: f64,
-    pub percentile: f64,
-    pub admitted: bool,
-    /// priority level at admission, 0 highest
-    pub priority: Option<u32>,
-    /// its bound when it arrived (rate-limit shaper delay included) [s]; null: unbounded
-    pub bound_s: Option<f64>,
-    /// why it was rejected
-    pub reason: Option<String>,
-    /// existing tenants whose priority level its admission changed
-    pub changed: Vec<PriorityChange>,
-    /// time to decide [s]
-    pub seconds: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PriorityChange {
-    pub tenant: String,
-    pub old: u32,
-    pub new: u32,
 }
 
 /// `tailbound vdc alloc --json`

@@ -201,6 +201,14 @@ impl BoundsConfig {
     }
 }
 
+/// Fig. 7's default tenant counts: 1, then every `step` up to `max_tenants`.
+pub fn tenant_counts(max_tenants: usize, step: usize) -> Vec<usize> {
+    std::iter::once(1)
+        .chain((step.max(1)..=max_tenants).step_by(step.max(1)))
+        .filter(|&n| n <= max_tenants)
+        .collect()
+}
+
 /// Fig. 7: the bound for 1..=`max_tenants` tenants (every `step`), calling `progress` after
 /// each point.
 pub fn vs_tenants(

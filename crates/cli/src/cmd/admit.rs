@@ -2,14 +2,13 @@
 //! if it and every tenant it can affect still meet their SLOs.
 
 use super::{display_name, print_json};
-use crate::report::{AdmitReport, AdmitTenant, PriorityChange};
+use crate::report::AdmitReport;
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Instant;
-use tailbound_admission::{Admission, Policy};
+use tailbound_admission::Policy;
 
 #[derive(Debug, Args)]
 pub struct AdmitArgs {
@@ -33,48 +32,11 @@ pub struct AdmitArgs {
 pub fn run(a: AdmitArgs) -> anyhow::Result<Outcome> {
     let scenario = tailbound_scenario::load(&a.scenario)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
-    let net = &scenario.network;
-    let policy = a.policy;
-    // the bounds cover Ethernet packets (what `tailbound simulate` replays)
-    let mut engine = Admission::new(net, policy)?;
-    let mut tenants = Vec::with_capacity(net.tenants.len());
-    for (i, t) in net.tenants.iter().enumerate() {
-        let start = Instant::now();
-        let o = engine
-            .arrive(i)
-            .with_context(|| format!("cannot decide tenant {:?}", t.name))?;
-        let seconds = start.elapsed().as_secs_f64();
-        tenants.push(AdmitTenant {
-            name: t.name.clone(),
-            slo_s: t.slo.latency_s,
-            percentile: t.slo.percentile.value(),
-            admitted: o.admitted,
-            priority: o.level,
-            bound_s: o.bound_s,
-            reason: o.reason,
-            changed: o
-                .changed
-                .iter()
-                .map(|&(t, old, new)| PriorityChange {
-                    tenant: net.tenants[t].name.clone(),
-                    old,
-                    new,
-                })
-                .collect(),
-            seconds,
-        });
-    }
-    let decisions = engine.decisions();
+    let report = tailbound_report::admit(&scenario, display_name(&a.scenario), a.policy)
+        .with_context(|| format!("cannot admit the tenants of {}", a.scenario.display()))?;
     if let Some(path) = &a.decisions_out {
-        crate::output::write_json(path, &decisions)?;
+        crate::output::write_json(path, &report.decisions)?;
     }
-    let report = AdmitReport {
-        scenario: display_name(&a.scenario),
-        policy: policy.as_str().to_string(),
-        admitted: tenants.iter().filter(|t| t.admitted).count(),
-        tenants,
-        decisions,
-    };
     if a.json {
         print_json(&report)?;
     } else {

@@ -1,18 +1,15 @@
 //! `tailbound bound SCENARIO`: every tenant's latency bound, per flow and in total.
 
-/// The most tenants `bound` analyses: the SNC analyses grow faster than quadratically with
-/// the tenants sharing queues (1000 tenants on one link take ~10 s, 5000 ~20 min on one core
-/// of a 2-core box), so more would not finish in an operator's session.
-pub const MAX_TENANTS: usize = 10_000;
+pub use tailbound_report::MAX_TENANTS;
 
 use super::{display_name, print_json, progress};
-use crate::report::{BoundFlow, BoundReport, BoundTenant};
+use crate::report::BoundReport;
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
-use tailbound_calculus::{bound_with_progress, BoundOptions, Method, ThetaSearch};
+use tailbound_calculus::{BoundOptions, Method, ThetaSearch};
 use tailbound_model::Percentile;
 
 #[derive(Debug, Args)]
@@ -48,64 +45,29 @@ pub struct BoundArgs {
 pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
     let part = super::characterized_part(&a.scenario, a.characterize)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
-    // the SNC analyses read MMPPs only; DNC reads arrival curves only but the fit is cheap
-    let models = match a.method {
-        Method::Dnc => tailbound_scenario::Models::Fitted,
-        _ => tailbound_scenario::Models::Mmpp,
-    };
+    let models = tailbound_report::bound_models(a.method);
     let scenario = tailbound_scenario::load_part(&a.scenario, models, part)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let opts = BoundOptions {
         theta: a.theta,
         percentile: a.percentile,
     };
-    let method = a.method;
-    let net = &scenario.network;
-    let n = net.tenants.len();
-    anyhow::ensure!(
-        n <= MAX_TENANTS,
-        "{}: {n} tenants; bound analyses at most {MAX_TENANTS} tenants per scenario (split it)",
-        a.scenario.display()
-    );
-    let bar = progress(n as u64, a.json, "bounds");
-    let all: Vec<usize> = (0..n).collect();
-    let bounds = bound_with_progress(net, method, &all, &opts, &mut || bar.inc(1))?;
+    let bar = progress(scenario.network.tenants.len() as u64, a.json, "bounds");
+    let report = tailbound_report::bound(
+        &scenario,
+        display_name(&a.scenario),
+        a.method,
+        &opts,
+        &mut || bar.inc(1),
+    )
+    .with_context(|| format!("{}", a.scenario.display()))?;
     bar.finish_and_clear();
-    let report = BoundReport {
-        scenario: display_name(&a.scenario),
-        method: method.as_str().to_string(),
-        tenants: bounds
-            .iter()
-            .map(|b| BoundTenant {
-                name: b.name.clone(),
-                slo_s: b.slo.latency_s,
-                percentile: b.slo.percentile.value(),
-                priority: b.priority,
-                bound_s: b.total.seconds(),
-                unbounded: match &b.total {
-                    tailbound_calculus::Bound::Unbounded(r) => Some(r.clone()),
-                    tailbound_calculus::Bound::Within(_) => None,
-                },
-                flows: b
-                    .flows
-                    .iter()
-                    .map(|f| BoundFlow {
-                        name: f.name.clone(),
-                        epsilon: f.epsilon,
-                        bound_s: f.bound.seconds(),
-                    })
-                    .collect(),
-                meets_slo: b.meets_slo,
-            })
-            .collect(),
-    };
     if a.json {
         print_json(&report)?;
     } else {
         crate::output::print(&table(&report))?;
     }
-    let all_met = report.tenants.iter().all(|t| t.meets_slo);
-    Ok(if all_met {
+    Ok(if report.all_meet_slo() {
         Outcome::Ok
     } else {
         Outcome::CheckFailed

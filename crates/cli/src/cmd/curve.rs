@@ -1,16 +1,14 @@
 //! `tailbound curve ...`: r-b and arrival curves, MMPP fits and effective bandwidth of a trace.
 
 use super::{display_name, load_trace, print_json, write_svg};
-use crate::report::{EffBwReport, MmppReport, RbReport};
+use crate::report::RbReport;
 use crate::table::{render, si};
 use crate::Outcome;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use tailbound_curves::effbw::effective_bandwidth;
-use tailbound_curves::mmpp::{fit_mmpp, MmppFitOptions, SizeKind, StateRate};
-use tailbound_curves::rb::{arrival_curve, prune, work_series, WorkSeries};
-use tailbound_curves::{stage_work, StorageProfile};
+use tailbound_curves::mmpp::{MmppFitOptions, SizeKind, StateRate};
+use tailbound_curves::StorageProfile;
 use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_model::{ArrivalCurve, Stage};
 use tailbound_plot::{Chart, Figure, Scale, Series};
@@ -56,10 +54,9 @@ pub struct StageArgs {
     pub json: bool,
 }
 
-/// The loaded trace (the chosen part) and the work at the chosen stage.
+/// The chosen part of the trace and the storage device profile.
 struct Loaded {
     trace: Trace,
-    series: WorkSeries,
     profile: StorageProfile,
 }
 
@@ -73,18 +70,7 @@ fn load(a: &StageArgs) -> anyhow::Result<Loaded> {
         Some(p) => StorageProfile::load(p)?,
         None => StorageProfile::intel710_ssd(),
     };
-    let series = work_series(&trace.requests, stage_work(a.stage, &profile))?;
-    Ok(Loaded {
-        trace,
-        series,
-        profile,
-    })
-}
-
-fn mean_rate(curve: &ArrivalCurve) -> Option<f64> {
-    // The exact curve ends at (span, total work).
-    let [span, total] = *curve.vertices().last()?;
-    (span > 0.0).then(|| total / span)
+    Ok(Loaded { trace, profile })
 }
 
 #[derive(Debug, Args)]
@@ -101,23 +87,14 @@ pub struct RbArgs {
 
 fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
     let l = load(&a.stage)?;
-    let exact = arrival_curve(&l.series)?;
-    let curve = match a.prune {
-        Some(k) => prune(&exact, k)?,
-        None => exact.clone(),
-    };
-    let unit = a.stage.stage.work_unit();
-    let report = RbReport {
-        trace: display_name(&a.stage.file),
-        stage: a.stage.stage,
-        unit: unit.to_string(),
-        requests: l.trace.requests.len(),
-        mean_rate: mean_rate(&exact),
-        rb: curve.to_rb().vertices().to_vec(),
-        arrival: curve.vertices().to_vec(),
-        tail_rate: curve.tail_rate(),
-        pruned_to: a.prune,
-    };
+    let (report, exact) = tailbound_report::rb(
+        display_name(&a.stage.file),
+        &l.trace,
+        a.stage.stage,
+        &l.profile,
+        a.prune,
+    )?;
+    let unit = report.unit.as_str();
     if let Some(svg) = &a.svg {
         write_svg(svg, &rb_figure(&report, &exact, a.prune.is_some()))?;
     }
@@ -233,18 +210,15 @@ fn mmpp(a: MmppArgs) -> anyhow::Result<Outcome> {
         batch_gap_s: a.batch_gap.0,
         state_rate: a.state_rate,
     };
-    let work = stage_work(a.stage.stage, &l.profile);
-    let fit = fit_mmpp(&l.trace.requests, work, &opts)
-        .with_context(|| format!("cannot fit an MMPP to {}", a.stage.file.display()))?;
-    let unit = a.stage.stage.work_unit();
-    let report = MmppReport {
-        trace: display_name(&a.stage.file),
-        stage: a.stage.stage,
-        unit: unit.to_string(),
-        requests: l.trace.requests.len(),
-        mean_rate: fit.mean_work_per_s(),
-        mmpp: fit,
-    };
+    let report = tailbound_report::mmpp(
+        display_name(&a.stage.file),
+        &l.trace,
+        a.stage.stage,
+        &l.profile,
+        &opts,
+    )
+    .with_context(|| format!("cannot fit an MMPP to {}", a.stage.file.display()))?;
+    let unit = report.unit.as_str();
     if a.stage.json {
         print_json(&report)?;
         return Ok(Outcome::Ok);
@@ -308,17 +282,14 @@ pub struct EffBwArgs {
 fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
     let delay_s = a.delay.0;
     let l = load(&a.stage)?;
-    let curve = arrival_curve(&l.series)?;
-    let rate = effective_bandwidth(&curve.to_rb(), delay_s)?;
-    let unit = a.stage.stage.work_unit();
-    let report = EffBwReport {
-        trace: display_name(&a.stage.file),
-        stage: a.stage.stage,
-        unit: unit.to_string(),
+    let report = tailbound_report::effbw(
+        display_name(&a.stage.file),
+        &l.trace,
+        a.stage.stage,
+        &l.profile,
         delay_s,
-        rate,
-        mean_rate: mean_rate(&curve),
-    };
+    )?;
+    let unit = report.unit.as_str();
     if a.stage.json {
         print_json(&report)?;
     } else {
@@ -326,11 +297,11 @@ fn effbw(a: EffBwArgs) -> anyhow::Result<Outcome> {
             "{} at {}: effective bandwidth {} {unit}/s for {} ({} x the mean rate)\n",
             report.trace,
             report.stage,
-            si(rate),
+            si(report.rate),
             format_duration_s(delay_s),
             report
                 .mean_rate
-                .map_or("-".into(), |m| format!("{:.2}", rate / m))
+                .map_or("-".into(), |m| format!("{:.2}", report.rate / m))
         ))?;
     }
     Ok(Outcome::Ok)

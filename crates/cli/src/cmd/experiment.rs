@@ -7,7 +7,8 @@ use crate::Outcome;
 use clap::{Args, Subcommand};
 use tailbound_calculus::{Method, ThetaSearch};
 use tailbound_experiments::bounds::{
-    vs_dependent, vs_nines, vs_tenants, BoundsConfig, BoundsExperiment, TenantWorkload,
+    tenant_counts, vs_dependent, vs_nines, vs_tenants, BoundsConfig, BoundsExperiment,
+    TenantWorkload,
 };
 use tailbound_model::units::BytesPerSec;
 use tailbound_model::Percentile;
@@ -43,10 +44,7 @@ pub fn run(cmd: ExperimentCommand) -> anyhow::Result<Outcome> {
             let cfg = a.common.config()?;
             let counts: Vec<usize> = match a.tenants {
                 Some(list) => list,
-                None => std::iter::once(1)
-                    .chain((a.step..=a.max_tenants).step_by(a.step))
-                    .filter(|&n| n <= a.max_tenants)
-                    .collect(),
+                None => tenant_counts(a.max_tenants, a.step),
             };
             let bar = progress(counts.len() as u64, a.common.output.json, "bounds");
             let exp = vs_tenants(&cfg, &counts, || bar.inc(1))?;

@@ -41,22 +41,7 @@ pub fn load_trace(path: &Path) -> anyhow::Result<Trace> {
 
 pub use crate::output::print_json;
 
-/// What characterizes each tenant of the scenario at `path` for `bound` and `place`: the
-/// operator's `--characterize` when given; otherwise the whole trace for an SNC-Meister
-/// topology (what SNC-ConfigGen does with the file it is given) and the scenario's own
-/// `[characterize] part` for tailbound's format (`None`: the format decides).
-pub fn characterized_part(
-    path: &Path,
-    flag: Option<tailbound_trace::Part>,
-) -> anyhow::Result<Option<tailbound_trace::Part>> {
-    if flag.is_some() {
-        return Ok(flag);
-    }
-    Ok(match tailbound_scenario::detect(path)? {
-        tailbound_scenario::FileKind::SncTopology => Some(tailbound_trace::Part::Whole),
-        _ => None,
-    })
-}
+pub use tailbound_report::characterized_part;
 
 /// Largest input file (allocation input, workloads CSV, VDC file, decisions) the CLI reads
 /// whole [bytes]: memory stays bounded whatever the path names (`/dev/zero`, a huge file).

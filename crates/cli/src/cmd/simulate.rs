@@ -3,7 +3,7 @@
 //! `tailbound opt SCENARIO`: the largest n whose first n tenants all meet their SLOs.
 
 use super::{display_name, print_json, progress, write_svg};
-use crate::report::{LatencySummary, OptProbe, OptReport, SimReport, SimTenant, SimWindow};
+use crate::report::{OptProbe, OptReport, SimReport};
 use crate::table::{render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use tailbound_model::units::{format_duration_s, Seconds};
 use tailbound_model::Decisions;
 use tailbound_plot::{Chart, Figure, Scale, Series};
+use tailbound_report::ReplayOptions;
 use tailbound_scenario::{Part, Scenario};
-use tailbound_sim::{opt, opt_greedy, Plan, Replay, SimResult, Transmission};
+use tailbound_sim::{opt, opt_greedy, Replay, SimResult, Transmission};
 
 /// How the simulated links serve work.
 #[derive(Debug, Args)]
@@ -114,14 +115,26 @@ pub fn read_decisions(path: &Path) -> anyhow::Result<Decisions> {
 
 pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
     let scenario = load_scenario(&a.scenario)?;
-    let plan = match &a.decisions {
-        Some(path) => Plan::from_decisions(&scenario.network, &read_decisions(path)?)
-            .with_context(|| format!("cannot apply decisions {}", path.display()))?,
-        None => Plan::all(&scenario.network),
+    let decisions = a.decisions.as_deref().map(read_decisions).transpose()?;
+    let opts = ReplayOptions {
+        part: a.engine.replay,
+        transmission: a.engine.transmission(),
+        window_s: a.engine.window.0,
     };
-    let replay = a.engine.replay(&scenario, &a.scenario)?;
-    let result = replay.run(&plan, a.engine.transmission(), a.engine.window.0)?;
-    let report = sim_report(&scenario, &plan, &result, display_name(&a.scenario));
+    let (report, result) = tailbound_report::replay(
+        &scenario,
+        display_name(&a.scenario),
+        decisions.as_ref(),
+        &opts,
+    )
+    .with_context(|| match &a.decisions {
+        Some(d) => format!(
+            "cannot replay {} under {}",
+            a.scenario.display(),
+            d.display()
+        ),
+        None => format!("cannot replay {}", a.scenario.display()),
+    })?;
     if a.json {
         print_json(&report)?;
     } else {
@@ -130,7 +143,7 @@ pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
     if let Some(path) = &a.svg {
         write_svg(path, &figure(&report, &result))?;
     }
-    Ok(if report.tenants.iter().all(|t| t.meets_slo) {
+    Ok(if report.all_meet_slo() {
         Outcome::Ok
     } else {
         Outcome::CheckFailed
@@ -205,47 +218,6 @@ pub fn run_opt(a: OptArgs) -> anyhow::Result<Outcome> {
         crate::output::print(&text)?;
     }
     Ok(Outcome::Ok)
-}
-
-fn sim_report(scenario: &Scenario, plan: &Plan, r: &SimResult, name: String) -> SimReport {
-    SimReport {
-        scenario: name,
-        events: r.events,
-        tenants: plan
-            .tenants
-            .iter()
-            .zip(&r.tenants)
-            .map(|(&ti, t)| {
-                let slo = scenario.network.tenants[ti].slo;
-                SimTenant {
-                    name: t.name.clone(),
-                    requests: t.requests,
-                    bytes: t.bytes,
-                    slo_s: slo.latency_s,
-                    percentile: slo.percentile.value(),
-                    latency_s: LatencySummary {
-                        mean: t.mean_s,
-                        p50: t.p50_s,
-                        p90: t.p90_s,
-                        p99: t.p99_s,
-                        p999: t.p999_s,
-                        max: t.max_s,
-                    },
-                    windows: t
-                        .windows
-                        .iter()
-                        .map(|w| SimWindow {
-                            start_s: w.start_s,
-                            requests: w.requests,
-                            p999: w.p999_s,
-                            slo_percentile_s: w.slo_percentile_s,
-                        })
-                        .collect(),
-                    meets_slo: t.meets_slo,
-                }
-            })
-            .collect(),
-    }
 }
 
 fn table(r: &SimReport) -> String {
