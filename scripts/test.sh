@@ -26,4 +26,4 @@ trap 'rm -rf "$venv"' EXIT
 "$venv/bin/maturin" build --profile dev --locked -m crates/py/Cargo.toml \
   --interpreter "$venv/bin/python" --out "$venv/wheels"
 "$venv/bin/pip" install --quiet --disable-pip-version-check "$venv"/wheels/tailbound-*.whl
-TAILBOUND_BIN="$PWD/target/debug/tailbound" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/py/tests
+TAILBOUND_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/tailbound" "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/py/tests
