@@ -45,6 +45,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/what-if"),
     ("get", "/v1/decisions"),
     ("get", "/v1/bounds"),
+    ("get", "/v1/hosts/{host}/decisions"),
+    ("get", "/v1/agents"),
 ];
 
 /// How the service runs.
@@ -90,6 +92,11 @@ struct Limiter {
 /// digest and the limits.
 pub struct Service {
     inner: Mutex<Inner>,
+    /// the latest committed decision's number, for the agents' long polls
+    version: tokio::sync::watch::Sender<u64>,
+    /// host agents as last seen, by host (in memory: after a restart they show up again
+    /// at their next poll)
+    agents: Mutex<std::collections::BTreeMap<String, (u64, u64)>>,
     admin_sha256: String,
     config: Config,
     limiter: Mutex<Limiter>,
@@ -167,7 +174,10 @@ impl Service {
             seq = engine.seq(),
             "state restored"
         );
+        let (version, _) = tokio::sync::watch::channel(engine.seq());
         let service = Service {
+            version,
+            agents: Mutex::new(std::collections::BTreeMap::new()),
             inner: Mutex::new(Inner {
                 engine,
                 store,
@@ -245,6 +255,8 @@ impl Service {
     ) -> Result<crate::api::Decision, ServiceError> {
         inner.store.commit(&p.change)?;
         let decision = p.decision.clone();
+        // committed: agents waiting for a newer version may fetch it now
+        self.version.send_replace(decision.seq);
         if let Err(e) = inner.engine.apply(p) {
             // the database has the decision; memory is rebuilt from it
             tracing::error!(error = %e, "applying a committed decision failed; reloading the state");
@@ -423,6 +435,7 @@ async fn status(State(s): Shared) -> Answer {
             bounds: &bounds,
             loads: &inner.engine.link_loads(),
             decisions: &decisions,
+            agents: &s2.agents(),
         });
         inner.bounds = Some((seq, bounds));
         Ok(page)
@@ -576,37 +589,78 @@ async fn depart(State(s): Shared, headers: HeaderMap, UrlPath(name): UrlPath<Str
     json(StatusCode::OK, &d)
 }
 
+/// The query's parameters, each a non-negative integer and one of `known`, in order.
+fn query_numbers(q: Option<&str>, known: &[&str]) -> Result<Vec<(String, u64)>, ServiceError> {
+    let mut out = Vec::new();
+    for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if !known.contains(&k) {
+            return Err(ServiceError::Malformed {
+                field: Some(k.to_string()),
+                message: format!(
+                    "unknown query parameter {k:?}; expected {}",
+                    known.join(", ")
+                ),
+            });
+        }
+        let n = v.parse::<u64>().map_err(|_| ServiceError::Malformed {
+            field: Some(k.to_string()),
+            message: format!("query parameter {k}={v:?} is not a non-negative integer"),
+        })?;
+        out.push((k.to_string(), n));
+    }
+    Ok(out)
+}
+
 /// `since` and `limit` of `GET /v1/decisions`.
 fn decisions_query(q: Option<&str>) -> Result<(u64, u64), ServiceError> {
     let (mut since, mut limit) = (0u64, 100u64);
-    for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let n = |field: &str| {
-            v.parse::<u64>().map_err(|_| ServiceError::Malformed {
-                field: Some(field.to_string()),
-                message: format!("query parameter {field}={v:?} is not a non-negative integer"),
-            })
-        };
-        match k {
-            "since" => since = n("since")?,
-            "limit" => {
-                limit = n("limit")?;
-                if !(1..=1000).contains(&limit) {
-                    return Err(ServiceError::invalid(
-                        "limit",
-                        format!("{limit} is out of range; expected 1 to 1000"),
-                    ));
-                }
+    for (k, n) in query_numbers(q, &["since", "limit"])? {
+        if k == "since" {
+            since = n;
+        } else {
+            if !(1..=1000).contains(&n) {
+                return Err(ServiceError::invalid(
+                    "limit",
+                    format!("{n} is out of range; expected 1 to 1000"),
+                ));
             }
-            other => {
-                return Err(ServiceError::Malformed {
-                    field: Some(other.to_string()),
-                    message: format!("unknown query parameter {other:?}; expected since, limit"),
-                })
-            }
+            limit = n;
         }
     }
     Ok((since, limit))
+}
+
+/// The longest long poll of `GET /v1/hosts/{host}/decisions` [s].
+pub const MAX_WAIT_S: u64 = 60;
+
+/// `since`, `wait` and `applied` of `GET /v1/hosts/{host}/decisions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct HostQuery {
+    /// answer at once when the service is past this version, else wait for one
+    since: u64,
+    /// how long to wait for a version past `since` [s]
+    wait_s: u64,
+    /// the version the agent has applied (reported on the status page and `/v1/agents`)
+    applied: Option<u64>,
+}
+
+fn host_query(q: Option<&str>) -> Result<HostQuery, ServiceError> {
+    let mut h = HostQuery::default();
+    for (k, n) in query_numbers(q, &["since", "wait", "applied"])? {
+        match k.as_str() {
+            "since" => h.since = n,
+            "wait" if n > MAX_WAIT_S => {
+                return Err(ServiceError::invalid(
+                    "wait",
+                    format!("{n} s is too long; expected 0 to {MAX_WAIT_S} seconds"),
+                ))
+            }
+            "wait" => h.wait_s = n,
+            _ => h.applied = Some(n),
+        }
+    }
+    Ok(h)
 }
 
 async fn decisions(State(s): Shared, headers: HeaderMap, RawQuery(q): RawQuery) -> Answer {
@@ -636,6 +690,81 @@ async fn bounds(State(s): Shared, headers: HeaderMap) -> Answer {
     json(StatusCode::OK, &list)
 }
 
+/// `GET /v1/hosts/{host}/decisions`: the host's tc-relevant decisions at the latest version;
+/// with `since`, waits up to `wait` seconds for a version past it (a long poll).
+async fn host_decisions(
+    State(s): Shared,
+    headers: HeaderMap,
+    UrlPath(host): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Answer {
+    s.admin(&headers)?;
+    let q = host_query(q.as_deref())?;
+    if !s.inner().engine.hosts().iter().any(|h| h.name == host) {
+        return Err(ServiceError::NotFound {
+            what: "host",
+            name: host,
+        }
+        .into());
+    }
+    if let Some(applied) = q.applied {
+        s.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(host.clone(), (applied, now_ms()));
+    }
+    if q.wait_s > 0 {
+        let mut rx = s.version.subscribe();
+        let newer = rx.wait_for(|v| *v > q.since);
+        // a timeout answers the current version: the agent asks again
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(q.wait_s), newer).await;
+    }
+    let s2 = s.clone();
+    let answer = blocking(move || {
+        let inner = s2.inner();
+        let version = inner.engine.seq();
+        let (decisions, endpoints) =
+            inner
+                .engine
+                .host_decisions(&host)
+                .ok_or_else(|| ServiceError::NotFound {
+                    what: "host",
+                    name: host.clone(),
+                })?;
+        Ok(crate::api::HostDecisions {
+            host,
+            version,
+            decisions,
+            endpoints,
+        })
+    })
+    .await?;
+    json(StatusCode::OK, &answer)
+}
+
+impl Service {
+    /// The host agents as last seen, with how far each is behind.
+    pub fn agents(&self) -> Vec<crate::api::AgentView> {
+        let latest = *self.version.borrow();
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(host, &(applied, seen_ms))| crate::api::AgentView {
+                host: host.clone(),
+                applied,
+                behind: latest.saturating_sub(applied),
+                seen_ms,
+            })
+            .collect()
+    }
+}
+
+async fn agents(State(s): Shared, headers: HeaderMap) -> Answer {
+    s.admin(&headers)?;
+    json(StatusCode::OK, &s.agents())
+}
+
 async fn not_found() -> Answer {
     Err(ServiceError::NotFound {
         what: "route",
@@ -658,6 +787,8 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/what-if", axum::routing::post(what_if))
         .route("/v1/decisions", get(decisions))
         .route("/v1/bounds", get(bounds))
+        .route("/v1/hosts/{host}/decisions", get(host_decisions))
+        .route("/v1/agents", get(agents))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(service)
