@@ -15,6 +15,11 @@ fn op(summary: &str, auth: bool, body: Option<&str>, ok: (&str, &str), errors: &
             json!({"description": error_text(*e), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}),
         );
     }
+    // every route counts against its client's rate limit
+    responses.insert(
+        "429".to_string(),
+        json!({"description": error_text(429), "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds until one more request fits"}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}),
+    );
     let mut v = json!({"summary": summary, "responses": responses});
     if auth {
         v["security"] = json!([{"bearer": []}]);
@@ -35,7 +40,7 @@ fn error_text(status: u16) -> &'static str {
         413 => "the body is too large",
         415 => "the body is not application/json",
         422 => "a value is not acceptable; `field` names it",
-        429 => "too many mutating requests",
+        429 => "too many requests from this client (its token, or its address without one): mutating requests and reads have separate per-client limits; Retry-After says when to retry",
         _ => "error",
     }
 }
@@ -107,7 +112,8 @@ pub fn document() -> Value {
                     "401": {"description": error_text(401), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
                     "403": {"description": error_text(403), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
                     "404": {"description": "no such host", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-                    "422": {"description": error_text(422), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    "422": {"description": error_text(422), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "429": {"description": error_text(429), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
                 }
             }},
             "/v1/agents": {"get": op("Host agents as last seen: applied version, how many decisions behind, when (admin)", true, None, ("200", "Agents"), &[401, 403])},

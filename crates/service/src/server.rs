@@ -13,21 +13,25 @@ use crate::api::{Admitted, DecisionKind, Health, NewHost, NewTenant};
 use crate::auth;
 use crate::engine::{prepare, Engine, Proposal};
 use crate::error::{parse_json, ServiceError};
+use crate::limits::{ClientKey, RateLimits};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path as UrlPath, RawQuery, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tailbound_admission::Policy;
+use tailbound_dataplane::clock::{Clock, MonotonicClock};
 use tokio::net::TcpListener;
 
 /// Every route: method and path (axum's `{param}` syntax), as the OpenAPI document lists them.
@@ -56,10 +60,15 @@ pub struct Config {
     pub policy: Policy,
     /// the largest request body [bytes] (a trace travels in the body)
     pub max_body_bytes: usize,
-    /// mutating requests per second, sustained [1/s]
+    /// mutating requests per second of one client, sustained [1/s] (a client: the token it
+    /// presents, or its peer address without one)
     pub mutations_per_s: f64,
-    /// mutating requests at once after a quiet period
+    /// mutating requests of one client at once after a quiet period
     pub mutation_burst: f64,
+    /// reads (GET) per second of one client, sustained [1/s]
+    pub reads_per_s: f64,
+    /// reads of one client at once after a quiet period
+    pub read_burst: f64,
 }
 
 impl Default for Config {
@@ -69,6 +78,8 @@ impl Default for Config {
             max_body_bytes: 8 << 20,
             mutations_per_s: 1000.0,
             mutation_burst: 1000.0,
+            reads_per_s: 200.0,
+            read_burst: 200.0,
         }
     }
 }
@@ -81,12 +92,8 @@ struct Inner {
     bounds: Option<(u64, Vec<crate::api::BoundView>)>,
 }
 
-/// A token bucket over mutating requests.
-#[derive(Debug)]
-struct Limiter {
-    tokens: f64,
-    last: Instant,
-}
+/// Clients with a rate-limit bucket at most, per kind of request.
+pub const MAX_LIMITED_CLIENTS: usize = 10_000;
 
 /// The service: its state behind one lock (decisions are serialized), the admin token's
 /// digest and the limits.
@@ -99,7 +106,10 @@ pub struct Service {
     agents: Mutex<std::collections::BTreeMap<String, (u64, u64)>>,
     admin_sha256: String,
     config: Config,
-    limiter: Mutex<Limiter>,
+    /// per-client buckets: mutating requests, reads
+    limits: Mutex<(RateLimits, RateLimits)>,
+    /// the rate limits' clock (a manual one in tests)
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Service {
@@ -129,6 +139,19 @@ impl Service {
         db: &Path,
         config: Config,
         admin: AdminToken,
+    ) -> Result<(Arc<Service>, Option<String>), ServiceError> {
+        Service::open_with_clock(db, config, admin, Arc::new(MonotonicClock::new()))
+    }
+
+    /// [`Service::open`] with the rate limits on `clock`.
+    ///
+    /// # Errors
+    /// As [`Service::open`].
+    pub fn open_with_clock(
+        db: &Path,
+        config: Config,
+        admin: AdminToken,
+        clock: Arc<dyn Clock>,
     ) -> Result<(Arc<Service>, Option<String>), ServiceError> {
         let store = Store::open(db)?;
         let policy = config.policy.to_string();
@@ -186,10 +209,15 @@ impl Service {
             }),
             admin_sha256,
             config,
-            limiter: Mutex::new(Limiter {
-                tokens: config.mutation_burst,
-                last: Instant::now(),
-            }),
+            limits: Mutex::new((
+                RateLimits::new(
+                    config.mutations_per_s,
+                    config.mutation_burst,
+                    MAX_LIMITED_CLIENTS,
+                ),
+                RateLimits::new(config.reads_per_s, config.read_burst, MAX_LIMITED_CLIENTS),
+            )),
+            clock,
         };
         Ok((Arc::new(service), generated))
     }
@@ -231,19 +259,23 @@ impl Service {
         }
     }
 
-    fn limit(&self) -> Result<(), ServiceError> {
-        let mut l = self.limiter.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let dt = now.saturating_duration_since(l.last).as_secs_f64();
-        l.last = now;
-        l.tokens = (l.tokens + dt * self.config.mutations_per_s).min(self.config.mutation_burst);
-        if l.tokens < 1.0 {
-            return Err(ServiceError::RateLimited {
-                per_s: self.config.mutations_per_s,
-            });
-        }
-        l.tokens -= 1.0;
-        Ok(())
+    /// Counts a request of `key` against its bucket (mutating or read).
+    fn limit(&self, key: ClientKey, mutating: bool) -> Result<(), ServiceError> {
+        let now_s = self.clock.now_ns() as f64 * 1e-9;
+        let mut l = self.limits.lock().unwrap_or_else(|e| e.into_inner());
+        let (limits, what) = if mutating {
+            (&mut l.0, "mutating requests")
+        } else {
+            (&mut l.1, "reads")
+        };
+        limits
+            .take(&key, now_s)
+            .map_err(|retry_after_s| ServiceError::RateLimited {
+                what,
+                client: key.to_string(),
+                per_s: limits.per_s(),
+                retry_after_s,
+            })
     }
 
     /// Commits `p` and applies it; counts it in the metrics.
@@ -314,6 +346,12 @@ impl IntoResponse for Failure {
             tracing::error!(error = %self.0, "request failed");
         }
         let mut r = (status, Json(self.0.body())).into_response();
+        if let ServiceError::RateLimited { retry_after_s, .. } = &self.0 {
+            let secs = retry_after_s.ceil().clamp(1.0, 86_400.0) as u64;
+            if let Ok(v) = header::HeaderValue::from_str(&secs.to_string()) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
         if status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -460,7 +498,6 @@ async fn add_host(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Answer {
     s.admin(&headers)?;
-    s.limit()?;
     let h: NewHost = body(&s, &headers, bytes)?;
     let s2 = s.clone();
     let host = blocking(move || {
@@ -522,9 +559,7 @@ async fn decide(
 ) -> Answer {
     let started = Instant::now();
     s.admin(&headers)?;
-    if kind == DecisionKind::Arrive {
-        s.limit()?;
-    }
+    if kind == DecisionKind::Arrive {}
     let req: NewTenant = body(&s, &headers, bytes)?;
     let policy = s.config.policy;
     let s2 = s.clone();
@@ -578,7 +613,6 @@ async fn what_if(
 async fn depart(State(s): Shared, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Answer {
     let started = Instant::now();
     own(&s.caller(&headers)?, &name)?;
-    s.limit()?;
     let s2 = s.clone();
     let d = blocking(move || {
         let mut inner = s2.inner();
@@ -765,6 +799,28 @@ async fn agents(State(s): Shared, headers: HeaderMap) -> Answer {
     json(StatusCode::OK, &s.agents())
 }
 
+/// Every request counts against its client's bucket: the token it presents, else its peer
+/// address; GET against the reads', anything else against the mutating requests'.
+async fn rate_limit(State(s): Shared, req: Request, next: Next) -> Response {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(auth::bearer);
+    let key = match token {
+        Some(t) => ClientKey::Token(auth::digest(t)),
+        None => match req.extensions().get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(a)) => ClientKey::Peer(a.ip()),
+            None => ClientKey::Unknown,
+        },
+    };
+    let mutating = !matches!(*req.method(), Method::GET | Method::HEAD);
+    match s.limit(key, mutating) {
+        Ok(()) => next.run(req).await,
+        Err(e) => Failure(e).into_response(),
+    }
+}
+
 async fn not_found() -> Answer {
     Err(ServiceError::NotFound {
         what: "route",
@@ -790,6 +846,10 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/hosts/{host}/decisions", get(host_decisions))
         .route("/v1/agents", get(agents))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            service.clone(),
+            rate_limit,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(service)
 }
@@ -803,9 +863,12 @@ pub async fn serve(
     service: Arc<Service>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(service))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router(service).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 #[cfg(test)]
