@@ -559,7 +559,6 @@ async fn decide(
 ) -> Answer {
     let started = Instant::now();
     s.admin(&headers)?;
-    if kind == DecisionKind::Arrive {}
     let req: NewTenant = body(&s, &headers, bytes)?;
     let policy = s.config.policy;
     let s2 = s.clone();

@@ -76,6 +76,14 @@ struct Setup<'a> {
 }
 
 impl Setup<'_> {
+    fn ns(&self, host: &str) -> &str {
+        if host == "client1" {
+            self.h.client_ns()
+        } else {
+            self.h.server_ns()
+        }
+    }
+
     fn path(&self, name: &str) -> String {
         self.dir.join(name).to_str().unwrap().to_string()
     }
@@ -179,11 +187,7 @@ impl Setup<'_> {
             .collect();
         let want: BTreeSet<String> = tenants.iter().map(|i| format!("t{i}")).collect();
         assert_eq!(names, want);
-        let ns = if host == "client1" {
-            self.h.client_ns()
-        } else {
-            self.h.server_ns()
-        };
+        let ns = self.ns(host);
         let map = read_host_map(&self.dir.join("hosts.toml")).unwrap();
         let map = host_map_for(&map, host, Some(ns), &hd).unwrap();
         let prior = Enforcer::new(self.dir.join("tc"))
@@ -341,11 +345,7 @@ fn an_agent_applies_its_hosts_decisions_survives_a_service_kill_and_catches_up()
 impl Setup<'_> {
     /// `host`'s kernel still has `n` tenant filters (nothing applied meanwhile).
     fn check_unchanged_kernel_has(&self, host: &str, n: usize) {
-        let ns = if host == "client1" {
-            self.h.client_ns()
-        } else {
-            self.h.server_ns()
-        };
+        let ns = self.ns(host);
         let kernel = read_state(Target {
             host,
             netns: Some(ns),
