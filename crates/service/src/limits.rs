@@ -13,7 +13,8 @@ use std::net::IpAddr;
 /// Who a request counts against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ClientKey {
-    /// the SHA-256 digest of the token it presented (valid or not)
+    /// the SHA-256 digest of the token it presented (valid or not), and the host for an
+    /// agent's polls
     Token(String),
     /// the peer address of a request without a token
     Peer(IpAddr),

@@ -798,16 +798,26 @@ async fn agents(State(s): Shared, headers: HeaderMap) -> Answer {
     json(StatusCode::OK, &s.agents())
 }
 
-/// Every request counts against its client's bucket: the token it presents, else its peer
-/// address; GET against the reads', anything else against the mutating requests'.
+/// Every request counts against its client's bucket: the token it presents (with the host, for
+/// an agent's `GET /v1/hosts/{host}/decisions`), else its peer address; GET against the
+/// reads', anything else against the mutating requests'.
 async fn rate_limit(State(s): Shared, req: Request, next: Next) -> Response {
     let token = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(auth::bearer);
+    // a fleet of host agents may share one token: each host's polls have their own bucket
+    let agent_host = req
+        .uri()
+        .path()
+        .strip_prefix("/v1/hosts/")
+        .and_then(|p| p.strip_suffix("/decisions"));
     let key = match token {
-        Some(t) => ClientKey::Token(auth::digest(t)),
+        Some(t) => ClientKey::Token(match agent_host {
+            Some(h) => format!("{} host {h}", auth::digest(t)),
+            None => auth::digest(t),
+        }),
         None => match req.extensions().get::<ConnectInfo<SocketAddr>>() {
             Some(ConnectInfo(a)) => ClientKey::Peer(a.ip()),
             None => ClientKey::Unknown,

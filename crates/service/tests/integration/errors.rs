@@ -631,6 +631,20 @@ async fn each_client_has_its_own_rate_limits_answered_429_with_retry_after() {
     c.call::<Value>(Method::GET, "/v1/hosts", None::<&()>)
         .await
         .unwrap();
+    // each host's agent polls count apart, even on the admin token
+    for _ in 0..3 {
+        c.call::<Value>(Method::GET, "/v1/hosts/h1/decisions", None::<&()>)
+            .await
+            .unwrap();
+    }
+    let e = c
+        .call::<Value>(Method::GET, "/v1/hosts/h1/decisions", None::<&()>)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Refused { status: 429, .. }), "{e}");
+    c.call::<Value>(Method::GET, "/v1/hosts/h2/decisions", None::<&()>)
+        .await
+        .unwrap();
     // without a token, reads count against the peer address: 3, then 429 for 2 s
     let get = "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
     for _ in 0..3 {
