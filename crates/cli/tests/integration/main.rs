@@ -13,6 +13,7 @@ mod docs;
 mod enforce;
 mod errors;
 mod experiment;
+mod graph;
 mod memory;
 mod place;
 mod probe;
