@@ -89,6 +89,8 @@ pub enum Command {
     /// Add, remove and list tenants of a running service (`tailbound serve`)
     #[command(subcommand)]
     Tenant(cmd::tenant::TenantCommand),
+    /// Run a host's tc agent: pull the host's decisions from the service and apply them
+    Agent(cmd::agent::AgentArgs),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages of tailbound and every command to a folder
@@ -115,6 +117,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Enforce(c) => cmd::enforce::run(c),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Tenant(c) => cmd::tenant::run(c),
+        Command::Agent(a) => cmd::agent::run(a),
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),
     }

@@ -205,3 +205,37 @@ pub struct Health {
     /// the latest decision's number
     pub seq: u64,
 }
+
+/// `GET /v1/hosts/{host}/decisions`: what the tc enforcer of one host needs, at one version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostDecisions {
+    pub host: String,
+    /// the decision log's number this state is at (the [`Decision::seq`] of the latest
+    /// decision, committed with it); it only grows, so an agent never applies an older state
+    /// after a newer one
+    pub version: u64,
+    /// the admitted tenants whose client or server is the host: priority, server, limits
+    pub decisions: tailbound_model::Decisions,
+    /// where each of those tenants' packets go: its client and server hosts
+    pub endpoints: Vec<TenantEnds>,
+}
+
+/// A tenant's two hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantEnds {
+    pub tenant: String,
+    pub client: String,
+    pub server: String,
+}
+
+/// `GET /v1/agents`: a host agent as the service last saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentView {
+    pub host: String,
+    /// the version it said it had applied
+    pub applied: u64,
+    /// decisions it is behind the service's latest version
+    pub behind: u64,
+    /// when it last asked [ms since the Unix epoch]
+    pub seen_ms: u64,
+}

@@ -280,6 +280,47 @@ impl Engine {
             .unwrap_or_default()
     }
 
+    /// What host `host`'s tc enforcer needs now: every admitted tenant whose client or server
+    /// it is, with its current priority level and its limits, in admission order; `None`: no
+    /// such host. Read-only (the agents' route, `GET /v1/hosts/{host}/decisions`).
+    pub fn host_decisions(
+        &self,
+        host: &str,
+    ) -> Option<(tailbound_model::Decisions, Vec<crate::api::TenantEnds>)> {
+        self.hosts.iter().find(|h| h.name == host)?;
+        let levels = self.levels();
+        let mut v: Vec<&Live> = self
+            .live
+            .values()
+            .filter(|l| l.record.client == host || l.record.server == host)
+            .collect();
+        v.sort_by_key(|l| l.seq);
+        let tenants = v
+            .iter()
+            .map(|l| tailbound_model::TenantDecision {
+                name: l.record.name.clone(),
+                admitted: true,
+                priority: levels.get(&l.index).copied(),
+                server: Some(l.record.server.clone()),
+                limits: limits(&self.net, l.index, &l.grant),
+            })
+            .collect();
+        let ends = v
+            .iter()
+            .map(|l| crate::api::TenantEnds {
+                tenant: l.record.name.clone(),
+                client: l.record.client.clone(),
+                server: l.record.server.clone(),
+            })
+            .collect();
+        let decisions = tailbound_model::Decisions {
+            policy: self.policy.to_string(),
+            tenants,
+            excess: tailbound_model::Excess::default(),
+        };
+        Some((decisions, ends))
+    }
+
     /// Every admitted tenant's bound with the tenants admitted now (a full re-bound).
     pub fn bounds(&self) -> Result<Vec<crate::api::BoundView>, ServiceError> {
         let adm = Admission::resume(&self.net, self.state.clone()).map_err(internal)?;

@@ -35,8 +35,16 @@ pub enum ServiceError {
     #[error("the body is larger than {limit} bytes, the most this service accepts (a trace may be sent as a smaller part, or as traffic.flows models)")]
     TooLarge { limit: usize },
     /// too many requests: 429
-    #[error("too many mutating requests; at most {per_s} per second, retry later")]
-    RateLimited { per_s: f64 },
+    #[error("too many {what} from {client}; at most {per_s} per second, retry after {retry_after_s:.3} s")]
+    RateLimited {
+        /// "mutating requests" or "reads"
+        what: &'static str,
+        /// who they count against (a token's digest prefix, or a peer address)
+        client: String,
+        per_s: f64,
+        /// when one more request fits [s]
+        retry_after_s: f64,
+    },
     /// the database or the calculus failed: 500 (the state is unchanged)
     #[error("internal error: {0}")]
     Internal(String),

@@ -10,8 +10,10 @@
 //!   decision first a proposal that is applied only after it is committed.
 //! * [`store`]: SQLite (WAL, `synchronous = FULL`, a `schema_version` migration table).
 //! * [`server`]: the axum routes, tokens (admin and per tenant, stored as SHA-256 digests),
-//!   the body-size and request-rate limits, `/healthz`, `/metrics` ([`metrics`]),
-//!   `/openapi.json` ([`openapi`]), the read-only status page `/status` ([`status`]).
+//!   the body-size limit, per-client request-rate limits ([`limits`]), `/healthz`,
+//!   `/metrics` ([`metrics`]), `/openapi.json` ([`openapi`]), the read-only status page
+//!   `/status` ([`status`]), the host agents' route (`GET /v1/hosts/{host}/decisions`, read
+//!   by `tailbound agent`).
 //! * [`client`]: a hyper client of the routes (`tailbound tenant`, tests).
 //!
 //! What is not here: the policies and the calculus (their crates), characterizing traces
@@ -23,6 +25,7 @@ pub mod auth;
 pub mod client;
 pub mod engine;
 pub mod error;
+pub mod limits;
 pub mod metrics;
 pub mod openapi;
 pub mod server;

@@ -15,6 +15,11 @@ fn op(summary: &str, auth: bool, body: Option<&str>, ok: (&str, &str), errors: &
             json!({"description": error_text(*e), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}),
         );
     }
+    // every route counts against its client's rate limit
+    responses.insert(
+        "429".to_string(),
+        json!({"description": error_text(429), "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds until one more request fits"}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}),
+    );
     let mut v = json!({"summary": summary, "responses": responses});
     if auth {
         v["security"] = json!([{"bearer": []}]);
@@ -35,7 +40,7 @@ fn error_text(status: u16) -> &'static str {
         413 => "the body is too large",
         415 => "the body is not application/json",
         422 => "a value is not acceptable; `field` names it",
-        429 => "too many mutating requests",
+        429 => "too many requests from this client (its token, or its address without one): mutating requests and reads have separate per-client limits; Retry-After says when to retry",
         _ => "error",
     }
 }
@@ -92,6 +97,26 @@ pub fn document() -> Value {
                 "responses": {"200": {"description": "decisions", "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Decision"}}}}}}
             }},
             "/v1/bounds": {"get": op("Every admitted tenant's bound now (a tenant's token: its own)", true, None, ("200", "Bounds"), &[401])},
+            "/v1/hosts/{host}/decisions": {"get": {
+                "summary": "What a host's tc agent enforces (admin token): the admitted tenants whose client or server is the host, with priority and limits, at a version that only grows (the latest decision's number). With `since`, waits up to `wait` seconds for a newer version (long poll); `applied` reports the agent's applied version (GET /v1/agents, /status)",
+                "security": [{"bearer": []}],
+                "parameters": [
+                    {"name": "host", "in": "path", "required": true, "schema": {"type": "string"}},
+                    {"name": "since", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+                    {"name": "wait", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": crate::server::MAX_WAIT_S}},
+                    {"name": "applied", "in": "query", "schema": {"type": "integer", "minimum": 0}}
+                ],
+                "responses": {
+                    "200": {"description": "the host's decisions", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HostDecisions"}}}},
+                    "400": {"description": error_text(400), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "401": {"description": error_text(401), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "403": {"description": error_text(403), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "404": {"description": "no such host", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "422": {"description": error_text(422), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                    "429": {"description": error_text(429), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                }
+            }},
+            "/v1/agents": {"get": op("Host agents as last seen: applied version, how many decisions behind, when (admin)", true, None, ("200", "Agents"), &[401, 403])},
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -149,6 +174,12 @@ fn schemas() -> Value {
             "slo": {"type": "object"}, "storage": {"type": "boolean"}, "group": {"type": "string", "nullable": true},
             "priority": {"type": "integer", "nullable": true}, "admitted_bound_s": {"type": "number", "nullable": true}, "seq": {"type": "integer"}
         }},
+        "HostDecisions": {"type": "object", "properties": {
+            "host": {"type": "string"}, "version": {"type": "integer"},
+            "decisions": {"type": "object", "description": "tailbound decisions (as `tailbound enforce` reads): policy, tenants [{name, admitted, priority, server, limits}], excess"},
+            "endpoints": {"type": "array", "items": {"type": "object", "properties": {"tenant": {"type": "string"}, "client": {"type": "string"}, "server": {"type": "string"}}}}
+        }},
+        "Agents": {"type": "array", "items": {"type": "object", "properties": {"host": {"type": "string"}, "applied": {"type": "integer"}, "behind": {"type": "integer"}, "seen_ms": {"type": "integer"}}}},
         "Tenants": {"type": "array", "items": {"$ref": "#/components/schemas/Tenant"}},
         "Bounds": {"type": "array", "items": {"type": "object", "properties": {"tenant": {"type": "string"}, "slo": {"type": "object"}, "priority": {"type": "integer"}, "bound_s": {"type": "number", "nullable": true}, "meets_slo": {"type": "boolean"}}}}
     })

@@ -13,21 +13,25 @@ use crate::api::{Admitted, DecisionKind, Health, NewHost, NewTenant};
 use crate::auth;
 use crate::engine::{prepare, Engine, Proposal};
 use crate::error::{parse_json, ServiceError};
+use crate::limits::{ClientKey, RateLimits};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, RawQuery, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Path as UrlPath, RawQuery, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tailbound_admission::Policy;
+use tailbound_dataplane::clock::{Clock, MonotonicClock};
 use tokio::net::TcpListener;
 
 /// Every route: method and path (axum's `{param}` syntax), as the OpenAPI document lists them.
@@ -45,6 +49,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/what-if"),
     ("get", "/v1/decisions"),
     ("get", "/v1/bounds"),
+    ("get", "/v1/hosts/{host}/decisions"),
+    ("get", "/v1/agents"),
 ];
 
 /// How the service runs.
@@ -54,10 +60,15 @@ pub struct Config {
     pub policy: Policy,
     /// the largest request body [bytes] (a trace travels in the body)
     pub max_body_bytes: usize,
-    /// mutating requests per second, sustained [1/s]
+    /// mutating requests per second of one client, sustained [1/s] (a client: the token it
+    /// presents, or its peer address without one)
     pub mutations_per_s: f64,
-    /// mutating requests at once after a quiet period
+    /// mutating requests of one client at once after a quiet period
     pub mutation_burst: f64,
+    /// reads (GET) per second of one client, sustained [1/s]
+    pub reads_per_s: f64,
+    /// reads of one client at once after a quiet period
+    pub read_burst: f64,
 }
 
 impl Default for Config {
@@ -67,6 +78,8 @@ impl Default for Config {
             max_body_bytes: 8 << 20,
             mutations_per_s: 1000.0,
             mutation_burst: 1000.0,
+            reads_per_s: 200.0,
+            read_burst: 200.0,
         }
     }
 }
@@ -79,20 +92,24 @@ struct Inner {
     bounds: Option<(u64, Vec<crate::api::BoundView>)>,
 }
 
-/// A token bucket over mutating requests.
-#[derive(Debug)]
-struct Limiter {
-    tokens: f64,
-    last: Instant,
-}
+/// Clients with a rate-limit bucket at most, per kind of request.
+pub const MAX_LIMITED_CLIENTS: usize = 10_000;
 
 /// The service: its state behind one lock (decisions are serialized), the admin token's
 /// digest and the limits.
 pub struct Service {
     inner: Mutex<Inner>,
+    /// the latest committed decision's number, for the agents' long polls
+    version: tokio::sync::watch::Sender<u64>,
+    /// host agents as last seen, by host (in memory: after a restart they show up again
+    /// at their next poll)
+    agents: Mutex<std::collections::BTreeMap<String, (u64, u64)>>,
     admin_sha256: String,
     config: Config,
-    limiter: Mutex<Limiter>,
+    /// per-client buckets: mutating requests, reads
+    limits: Mutex<(RateLimits, RateLimits)>,
+    /// the rate limits' clock (a manual one in tests)
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Service {
@@ -122,6 +139,19 @@ impl Service {
         db: &Path,
         config: Config,
         admin: AdminToken,
+    ) -> Result<(Arc<Service>, Option<String>), ServiceError> {
+        Service::open_with_clock(db, config, admin, Arc::new(MonotonicClock::new()))
+    }
+
+    /// [`Service::open`] with the rate limits on `clock`.
+    ///
+    /// # Errors
+    /// As [`Service::open`].
+    pub fn open_with_clock(
+        db: &Path,
+        config: Config,
+        admin: AdminToken,
+        clock: Arc<dyn Clock>,
     ) -> Result<(Arc<Service>, Option<String>), ServiceError> {
         let store = Store::open(db)?;
         let policy = config.policy.to_string();
@@ -167,7 +197,10 @@ impl Service {
             seq = engine.seq(),
             "state restored"
         );
+        let (version, _) = tokio::sync::watch::channel(engine.seq());
         let service = Service {
+            version,
+            agents: Mutex::new(std::collections::BTreeMap::new()),
             inner: Mutex::new(Inner {
                 engine,
                 store,
@@ -176,10 +209,15 @@ impl Service {
             }),
             admin_sha256,
             config,
-            limiter: Mutex::new(Limiter {
-                tokens: config.mutation_burst,
-                last: Instant::now(),
-            }),
+            limits: Mutex::new((
+                RateLimits::new(
+                    config.mutations_per_s,
+                    config.mutation_burst,
+                    MAX_LIMITED_CLIENTS,
+                ),
+                RateLimits::new(config.reads_per_s, config.read_burst, MAX_LIMITED_CLIENTS),
+            )),
+            clock,
         };
         Ok((Arc::new(service), generated))
     }
@@ -221,19 +259,23 @@ impl Service {
         }
     }
 
-    fn limit(&self) -> Result<(), ServiceError> {
-        let mut l = self.limiter.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let dt = now.saturating_duration_since(l.last).as_secs_f64();
-        l.last = now;
-        l.tokens = (l.tokens + dt * self.config.mutations_per_s).min(self.config.mutation_burst);
-        if l.tokens < 1.0 {
-            return Err(ServiceError::RateLimited {
-                per_s: self.config.mutations_per_s,
-            });
-        }
-        l.tokens -= 1.0;
-        Ok(())
+    /// Counts a request of `key` against its bucket (mutating or read).
+    fn limit(&self, key: ClientKey, mutating: bool) -> Result<(), ServiceError> {
+        let now_s = self.clock.now_ns() as f64 * 1e-9;
+        let mut l = self.limits.lock().unwrap_or_else(|e| e.into_inner());
+        let (limits, what) = if mutating {
+            (&mut l.0, "mutating requests")
+        } else {
+            (&mut l.1, "reads")
+        };
+        limits
+            .take(&key, now_s)
+            .map_err(|retry_after_s| ServiceError::RateLimited {
+                what,
+                client: key.to_string(),
+                per_s: limits.per_s(),
+                retry_after_s,
+            })
     }
 
     /// Commits `p` and applies it; counts it in the metrics.
@@ -245,6 +287,8 @@ impl Service {
     ) -> Result<crate::api::Decision, ServiceError> {
         inner.store.commit(&p.change)?;
         let decision = p.decision.clone();
+        // committed: agents waiting for a newer version may fetch it now
+        self.version.send_replace(decision.seq);
         if let Err(e) = inner.engine.apply(p) {
             // the database has the decision; memory is rebuilt from it
             tracing::error!(error = %e, "applying a committed decision failed; reloading the state");
@@ -302,6 +346,12 @@ impl IntoResponse for Failure {
             tracing::error!(error = %self.0, "request failed");
         }
         let mut r = (status, Json(self.0.body())).into_response();
+        if let ServiceError::RateLimited { retry_after_s, .. } = &self.0 {
+            let secs = retry_after_s.ceil().clamp(1.0, 86_400.0) as u64;
+            if let Ok(v) = header::HeaderValue::from_str(&secs.to_string()) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
         if status == StatusCode::UNAUTHORIZED {
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
@@ -423,6 +473,7 @@ async fn status(State(s): Shared) -> Answer {
             bounds: &bounds,
             loads: &inner.engine.link_loads(),
             decisions: &decisions,
+            agents: &s2.agents(),
         });
         inner.bounds = Some((seq, bounds));
         Ok(page)
@@ -447,7 +498,6 @@ async fn add_host(
     bytes: Result<Bytes, BytesRejection>,
 ) -> Answer {
     s.admin(&headers)?;
-    s.limit()?;
     let h: NewHost = body(&s, &headers, bytes)?;
     let s2 = s.clone();
     let host = blocking(move || {
@@ -509,9 +559,6 @@ async fn decide(
 ) -> Answer {
     let started = Instant::now();
     s.admin(&headers)?;
-    if kind == DecisionKind::Arrive {
-        s.limit()?;
-    }
     let req: NewTenant = body(&s, &headers, bytes)?;
     let policy = s.config.policy;
     let s2 = s.clone();
@@ -565,7 +612,6 @@ async fn what_if(
 async fn depart(State(s): Shared, headers: HeaderMap, UrlPath(name): UrlPath<String>) -> Answer {
     let started = Instant::now();
     own(&s.caller(&headers)?, &name)?;
-    s.limit()?;
     let s2 = s.clone();
     let d = blocking(move || {
         let mut inner = s2.inner();
@@ -576,37 +622,78 @@ async fn depart(State(s): Shared, headers: HeaderMap, UrlPath(name): UrlPath<Str
     json(StatusCode::OK, &d)
 }
 
+/// The query's parameters, each a non-negative integer and one of `known`, in order.
+fn query_numbers(q: Option<&str>, known: &[&str]) -> Result<Vec<(String, u64)>, ServiceError> {
+    let mut out = Vec::new();
+    for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if !known.contains(&k) {
+            return Err(ServiceError::Malformed {
+                field: Some(k.to_string()),
+                message: format!(
+                    "unknown query parameter {k:?}; expected {}",
+                    known.join(", ")
+                ),
+            });
+        }
+        let n = v.parse::<u64>().map_err(|_| ServiceError::Malformed {
+            field: Some(k.to_string()),
+            message: format!("query parameter {k}={v:?} is not a non-negative integer"),
+        })?;
+        out.push((k.to_string(), n));
+    }
+    Ok(out)
+}
+
 /// `since` and `limit` of `GET /v1/decisions`.
 fn decisions_query(q: Option<&str>) -> Result<(u64, u64), ServiceError> {
     let (mut since, mut limit) = (0u64, 100u64);
-    for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let n = |field: &str| {
-            v.parse::<u64>().map_err(|_| ServiceError::Malformed {
-                field: Some(field.to_string()),
-                message: format!("query parameter {field}={v:?} is not a non-negative integer"),
-            })
-        };
-        match k {
-            "since" => since = n("since")?,
-            "limit" => {
-                limit = n("limit")?;
-                if !(1..=1000).contains(&limit) {
-                    return Err(ServiceError::invalid(
-                        "limit",
-                        format!("{limit} is out of range; expected 1 to 1000"),
-                    ));
-                }
+    for (k, n) in query_numbers(q, &["since", "limit"])? {
+        if k == "since" {
+            since = n;
+        } else {
+            if !(1..=1000).contains(&n) {
+                return Err(ServiceError::invalid(
+                    "limit",
+                    format!("{n} is out of range; expected 1 to 1000"),
+                ));
             }
-            other => {
-                return Err(ServiceError::Malformed {
-                    field: Some(other.to_string()),
-                    message: format!("unknown query parameter {other:?}; expected since, limit"),
-                })
-            }
+            limit = n;
         }
     }
     Ok((since, limit))
+}
+
+/// The longest long poll of `GET /v1/hosts/{host}/decisions` [s].
+pub const MAX_WAIT_S: u64 = 60;
+
+/// `since`, `wait` and `applied` of `GET /v1/hosts/{host}/decisions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct HostQuery {
+    /// answer at once when the service is past this version, else wait for one
+    since: u64,
+    /// how long to wait for a version past `since` [s]
+    wait_s: u64,
+    /// the version the agent has applied (reported on the status page and `/v1/agents`)
+    applied: Option<u64>,
+}
+
+fn host_query(q: Option<&str>) -> Result<HostQuery, ServiceError> {
+    let mut h = HostQuery::default();
+    for (k, n) in query_numbers(q, &["since", "wait", "applied"])? {
+        match k.as_str() {
+            "since" => h.since = n,
+            "wait" if n > MAX_WAIT_S => {
+                return Err(ServiceError::invalid(
+                    "wait",
+                    format!("{n} s is too long; expected 0 to {MAX_WAIT_S} seconds"),
+                ))
+            }
+            "wait" => h.wait_s = n,
+            _ => h.applied = Some(n),
+        }
+    }
+    Ok(h)
 }
 
 async fn decisions(State(s): Shared, headers: HeaderMap, RawQuery(q): RawQuery) -> Answer {
@@ -636,6 +723,113 @@ async fn bounds(State(s): Shared, headers: HeaderMap) -> Answer {
     json(StatusCode::OK, &list)
 }
 
+/// `GET /v1/hosts/{host}/decisions`: the host's tc-relevant decisions at the latest version;
+/// with `since`, waits up to `wait` seconds for a version past it (a long poll).
+async fn host_decisions(
+    State(s): Shared,
+    headers: HeaderMap,
+    UrlPath(host): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Answer {
+    s.admin(&headers)?;
+    let q = host_query(q.as_deref())?;
+    if !s.inner().engine.hosts().iter().any(|h| h.name == host) {
+        return Err(ServiceError::NotFound {
+            what: "host",
+            name: host,
+        }
+        .into());
+    }
+    if let Some(applied) = q.applied {
+        s.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(host.clone(), (applied, now_ms()));
+    }
+    if q.wait_s > 0 {
+        let mut rx = s.version.subscribe();
+        let newer = rx.wait_for(|v| *v > q.since);
+        // a timeout answers the current version: the agent asks again
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(q.wait_s), newer).await;
+    }
+    let s2 = s.clone();
+    let answer = blocking(move || {
+        let inner = s2.inner();
+        let version = inner.engine.seq();
+        let (decisions, endpoints) =
+            inner
+                .engine
+                .host_decisions(&host)
+                .ok_or_else(|| ServiceError::NotFound {
+                    what: "host",
+                    name: host.clone(),
+                })?;
+        Ok(crate::api::HostDecisions {
+            host,
+            version,
+            decisions,
+            endpoints,
+        })
+    })
+    .await?;
+    json(StatusCode::OK, &answer)
+}
+
+impl Service {
+    /// The host agents as last seen, with how far each is behind.
+    pub fn agents(&self) -> Vec<crate::api::AgentView> {
+        let latest = *self.version.borrow();
+        self.agents
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(host, &(applied, seen_ms))| crate::api::AgentView {
+                host: host.clone(),
+                applied,
+                behind: latest.saturating_sub(applied),
+                seen_ms,
+            })
+            .collect()
+    }
+}
+
+async fn agents(State(s): Shared, headers: HeaderMap) -> Answer {
+    s.admin(&headers)?;
+    json(StatusCode::OK, &s.agents())
+}
+
+/// Every request counts against its client's bucket: the token it presents (with the host, for
+/// an agent's `GET /v1/hosts/{host}/decisions`), else its peer address; GET against the
+/// reads', anything else against the mutating requests'.
+async fn rate_limit(State(s): Shared, req: Request, next: Next) -> Response {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(auth::bearer);
+    // a fleet of host agents may share one token: each host's polls have their own bucket
+    let agent_host = req
+        .uri()
+        .path()
+        .strip_prefix("/v1/hosts/")
+        .and_then(|p| p.strip_suffix("/decisions"));
+    let key = match token {
+        Some(t) => ClientKey::Token(match agent_host {
+            Some(h) => format!("{} host {h}", auth::digest(t)),
+            None => auth::digest(t),
+        }),
+        None => match req.extensions().get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(a)) => ClientKey::Peer(a.ip()),
+            None => ClientKey::Unknown,
+        },
+    };
+    let mutating = !matches!(*req.method(), Method::GET | Method::HEAD);
+    match s.limit(key, mutating) {
+        Ok(()) => next.run(req).await,
+        Err(e) => Failure(e).into_response(),
+    }
+}
+
 async fn not_found() -> Answer {
     Err(ServiceError::NotFound {
         what: "route",
@@ -658,7 +852,13 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/what-if", axum::routing::post(what_if))
         .route("/v1/decisions", get(decisions))
         .route("/v1/bounds", get(bounds))
+        .route("/v1/hosts/{host}/decisions", get(host_decisions))
+        .route("/v1/agents", get(agents))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            service.clone(),
+            rate_limit,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(service)
 }
@@ -672,9 +872,12 @@ pub async fn serve(
     service: Arc<Service>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(service))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router(service).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 #[cfg(test)]

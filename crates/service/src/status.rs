@@ -2,7 +2,7 @@
 //! by the browser every few seconds: tenants with their bound now against their SLO, every
 //! queue's mean load and headroom, the latest decisions.
 
-use crate::api::{BoundView, Decision, DecisionKind, HostView};
+use crate::api::{AgentView, BoundView, Decision, DecisionKind, HostView};
 use std::fmt::Write;
 
 /// What the page shows.
@@ -16,6 +16,8 @@ pub struct StatusView<'a> {
     pub loads: &'a [(String, f64)],
     /// newest first
     pub decisions: &'a [Decision],
+    /// host agents as last seen
+    pub agents: &'a [AgentView],
 }
 
 fn esc(s: &str) -> String {
@@ -77,6 +79,18 @@ pub fn render(v: &StatusView<'_>) -> String {
             esc(q),
             l * 100.0,
             (1.0 - l) * 100.0
+        );
+    }
+    h.push_str("</table><h2>Host agents</h2><table id=\"agents\"><tr><th>host</th><th>applied</th><th>behind</th><th>last seen [ms since the epoch]</th></tr>");
+    for a in v.agents {
+        let _ = write!(
+            h,
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if a.behind > 0 { " class=\"miss\"" } else { "" },
+            esc(&a.host),
+            a.applied,
+            a.behind,
+            a.seen_ms
         );
     }
     h.push_str("</table><h2>Recent decisions</h2><table id=\"decisions\"><tr><th>#</th><th>kind</th><th>tenant</th><th>outcome</th><th>server</th><th>bound</th><th>reason</th></tr>");

@@ -3,6 +3,7 @@
 //! write goes through [`crate::output`] (closed pipes, full disks, files whole or not at all).
 
 pub mod admit;
+pub mod agent;
 pub mod alloc;
 pub mod bound;
 pub mod curve;

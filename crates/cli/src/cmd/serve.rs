@@ -30,9 +30,13 @@ pub struct ServeArgs {
     /// the largest request body (traces travel in it)
     #[arg(long, default_value = "8MiB")]
     pub max_body: Bytes,
-    /// mutating requests per second, sustained and in a burst
+    /// mutating requests per second of one client (its token, or its address without
+    /// one), sustained and in a burst; beyond it: 429 with Retry-After
     #[arg(long, default_value_t = 1000.0)]
     pub rate_limit: f64,
+    /// reads (GET) per second of one client, sustained and in a burst
+    #[arg(long, default_value_t = 200.0)]
+    pub read_rate_limit: f64,
 }
 
 /// Reads a token file: one line, not empty.
@@ -55,11 +59,13 @@ pub fn read_token_file(path: &std::path::Path, flag: &str) -> anyhow::Result<Str
 }
 
 pub fn run(a: ServeArgs) -> anyhow::Result<Outcome> {
-    if !(a.rate_limit.is_finite() && a.rate_limit > 0.0) {
-        bail!(
-            "--rate-limit {}: expected requests per second > 0",
-            a.rate_limit
-        );
+    for (flag, v) in [
+        ("--rate-limit", a.rate_limit),
+        ("--read-rate-limit", a.read_rate_limit),
+    ] {
+        if !(v.is_finite() && (1e-3..=1e9).contains(&v)) {
+            bail!("{flag} {v}: expected requests per second, 0.001 to 1e9");
+        }
     }
     let max_body = a.max_body.0;
     if !(1024.0..=1e9).contains(&max_body) {
@@ -73,7 +79,9 @@ pub fn run(a: ServeArgs) -> anyhow::Result<Outcome> {
         policy: a.policy,
         max_body_bytes: max_body as usize,
         mutations_per_s: a.rate_limit,
-        mutation_burst: a.rate_limit,
+        mutation_burst: a.rate_limit.max(1.0),
+        reads_per_s: a.read_rate_limit,
+        read_burst: a.read_rate_limit.max(1.0),
     };
     let (service, generated) = Service::open(&a.db, config, admin)
         .with_context(|| format!("cannot start the service on --db {}", a.db.display()))?;

@@ -98,16 +98,22 @@ pub fn run(c: TenantCommand) -> anyhow::Result<Outcome> {
     }
 }
 
-fn client(c: &Conn) -> anyhow::Result<ServiceClient> {
-    let token = match &c.token_file {
+/// The token of `--token-file`, else of `TAILBOUND_TOKEN`.
+pub fn token(token_file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    let token = match token_file {
         Some(p) => Some(super::serve::read_token_file(p, "--token-file")?),
         None => std::env::var("TAILBOUND_TOKEN")
             .ok()
             .filter(|t| !t.trim().is_empty()),
     };
-    if token.is_none() {
-        bail!("no token: give --token-file FILE or set TAILBOUND_TOKEN");
+    match token {
+        Some(t) => Ok(t),
+        None => bail!("no token: give --token-file FILE or set TAILBOUND_TOKEN"),
     }
+}
+
+fn client(c: &Conn) -> anyhow::Result<ServiceClient> {
+    let token = Some(token(c.token_file.as_deref())?);
     if !(c.timeout.is_finite() && c.timeout > 0.0 && c.timeout <= 3600.0) {
         bail!("--timeout {}: expected 0 to 3600 seconds", c.timeout);
     }

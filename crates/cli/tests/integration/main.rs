@@ -1,6 +1,7 @@
 //! End-to-end tests of the `tailbound` binary: real traces in, `--json` reports out,
 //! deserialized into the structures of `tailbound_cli::report`.
 
+mod agent;
 mod alloc;
 mod bound;
 mod catalogue;

@@ -27,7 +27,7 @@ fn start(db: &Path, token_file: &Path) -> (Running, String) {
     (s, url)
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

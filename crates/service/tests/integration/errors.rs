@@ -5,9 +5,10 @@ use crate::common::{host, mmpp_flow, mmpp_tenant, tenant, Server, ADMIN};
 use bytes::Bytes;
 use hyper::Method;
 use serde_json::{json, Value};
+use tailbound_dataplane::clock::ManualClock;
 use tailbound_service::api::{Admitted, ErrorBody, Health};
-use tailbound_service::client::ServiceClient;
-use tailbound_service::Config;
+use tailbound_service::client::{ClientError, ServiceClient};
+use tailbound_service::{AdminToken, Config, Service};
 
 /// One bad request.
 struct Bad {
@@ -471,6 +472,62 @@ async fn every_bad_request_gets_its_4xx_naming_the_field_and_changes_nothing() {
             None,
         ),
         empty(
+            "a host's decisions without a token",
+            Method::GET,
+            "/v1/hosts/client0/decisions",
+            None,
+            401,
+            None,
+        ),
+        empty(
+            "a host's decisions with a tenant's token",
+            Method::GET,
+            "/v1/hosts/client0/decisions",
+            Some(token_a.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "an unknown host's decisions",
+            Method::GET,
+            "/v1/hosts/ghost/decisions",
+            Some(ADMIN.into()),
+            404,
+            None,
+        ),
+        empty(
+            "a long poll beyond the longest wait",
+            Method::GET,
+            "/v1/hosts/client0/decisions?since=2&wait=61",
+            Some(ADMIN.into()),
+            422,
+            Some("wait"),
+        ),
+        empty(
+            "an applied version that is not a number",
+            Method::GET,
+            "/v1/hosts/client0/decisions?applied=-3",
+            Some(ADMIN.into()),
+            400,
+            Some("applied"),
+        ),
+        empty(
+            "an unknown parameter of a host's decisions",
+            Method::GET,
+            "/v1/hosts/client0/decisions?version=3",
+            Some(ADMIN.into()),
+            400,
+            Some("version"),
+        ),
+        empty(
+            "the agents with a tenant's token",
+            Method::GET,
+            "/v1/agents",
+            Some(token_b.clone()),
+            403,
+            None,
+        ),
+        empty(
             "an unknown route",
             Method::GET,
             "/v1/nothing",
@@ -521,34 +578,96 @@ async fn every_bad_request_gets_its_4xx_naming_the_field_and_changes_nothing() {
     assert_eq!(after, before);
 }
 
+/// A request over a plain socket: the status line and headers of the answer, lower-cased.
+async fn head_of(addr: std::net::SocketAddr, request: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    c.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    text.split("\r\n\r\n").next().unwrap().to_string()
+}
+
 #[tokio::test]
-async fn mutating_requests_beyond_the_rate_limit_get_429() {
+async fn each_client_has_its_own_rate_limits_answered_429_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
     let config = Config {
-        mutations_per_s: 0.001,
-        mutation_burst: 1.0,
+        mutations_per_s: 1.0,
+        mutation_burst: 2.0,
+        reads_per_s: 0.5,
+        read_burst: 3.0,
         ..Config::default()
     };
-    let s = Server::start(&dir.path().join("s.db"), config).await;
+    let clock = std::sync::Arc::new(ManualClock::new(0));
+    let (service, _) = Service::open_with_clock(
+        &dir.path().join("s.db"),
+        config,
+        AdminToken::Given(ADMIN.into()),
+        clock.clone(),
+    )
+    .unwrap();
+    let s = Server::serve(service).await;
     let c = s.admin();
     host(&c, "h1", "1Gbit", None).await;
+    host(&c, "h2", "1Gbit", None).await;
+    let h3 = json!({"name": "h3", "link": "1Gbit"});
+    let e = c
+        .call::<Value>(Method::POST, "/v1/hosts", Some(&h3))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, ClientError::Refused { status: 429, body } if body.error.contains("mutating requests")),
+        "{e}"
+    );
+    // another token has its own bucket (and is then refused for what it is)
+    let other = s.client(Some("tb_not-the-admin"));
+    let e = other
+        .call::<Value>(Method::POST, "/v1/hosts", Some(&h3))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Refused { status: 401, .. }), "{e}");
+    // reads have their own budget: the admin still reads
+    c.call::<Value>(Method::GET, "/v1/hosts", None::<&()>)
+        .await
+        .unwrap();
+    // each host's agent polls count apart, even on the admin token
+    for _ in 0..3 {
+        c.call::<Value>(Method::GET, "/v1/hosts/h1/decisions", None::<&()>)
+            .await
+            .unwrap();
+    }
+    let e = c
+        .call::<Value>(Method::GET, "/v1/hosts/h1/decisions", None::<&()>)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Refused { status: 429, .. }), "{e}");
+    c.call::<Value>(Method::GET, "/v1/hosts/h2/decisions", None::<&()>)
+        .await
+        .unwrap();
+    // without a token, reads count against the peer address: 3, then 429 for 2 s
+    let get = "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    for _ in 0..3 {
+        assert!(head_of(s.addr, get).await.starts_with("http/1.1 200"));
+    }
+    let refused = head_of(s.addr, get).await;
+    assert!(refused.starts_with("http/1.1 429"), "{refused}");
+    assert!(refused.contains("retry-after: 2"), "{refused}");
+    // the clock moves, the buckets refill: one more mutation and one more read, no more
+    clock.advance(2_000_000_000);
+    assert!(head_of(s.addr, get).await.starts_with("http/1.1 200"));
+    host(&c, "h3", "1Gbit", None).await;
+    host(&c, "h4", "1Gbit", None).await;
     let e = c
         .call::<Value>(
             Method::POST,
             "/v1/hosts",
-            Some(&json!({"name": "h2", "link": "1Gbit"})),
+            Some(&json!({"name": "h5", "link": "1Gbit"})),
         )
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            e,
-            tailbound_service::client::ClientError::Refused { status: 429, .. }
-        ),
-        "{e}"
-    );
-    // reads are not limited
-    c.call::<Value>(Method::GET, "/v1/hosts", None::<&()>)
-        .await
-        .unwrap();
+    assert!(matches!(e, ClientError::Refused { status: 429, .. }), "{e}");
+    let (_, hosts): (u16, Vec<Value>) =
+        c.call(Method::GET, "/v1/hosts", None::<&()>).await.unwrap();
+    assert_eq!(hosts.len(), 4, "a refused request changed nothing");
 }

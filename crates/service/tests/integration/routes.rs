@@ -32,7 +32,7 @@ async fn every_route_in_the_openapi_document_is_served() {
                 "{method} {path}"
             );
             let m: Method = method.to_uppercase().parse().unwrap();
-            let url = path.replace("{name}", "nobody");
+            let url = path.replace("{name}", "nobody").replace("{host}", "nobody");
             let a = s
                 .admin()
                 .raw(
