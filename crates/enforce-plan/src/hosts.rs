@@ -122,9 +122,17 @@ pub struct Endpoint {
     pub port: Option<u16>,
 }
 
+/// The format a JSON host map may name in `"format"`, as the CLI's JSON outputs do.
+pub const HOSTS_FORMAT: &str = "tailbound.hosts/1";
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMap {
+    /// optional: `tailbound.hosts/1`
+    format: Option<String>,
+    /// optional: the tool that wrote the file; informative only
+    #[allow(dead_code)]
+    tool: Option<String>,
     hosts: Vec<RawHost>,
     #[serde(default)]
     tenants: Vec<RawTenant>,
@@ -198,6 +206,13 @@ impl HostMap {
             field: field.to_string(),
             message,
         };
+        if let Some(format) = raw.format.as_deref().filter(|f| *f != HOSTS_FORMAT) {
+            return Err(bad(
+                "the file".into(),
+                "format",
+                format!("{format:?} is not allowed; this tailbound reads host maps in format {HOSTS_FORMAT:?}"),
+            ));
+        }
         if raw.hosts.is_empty() {
             return Err(bad(
                 "the map".into(),
@@ -534,6 +549,15 @@ protocol = "tcp"
         assert!(e.contains("10.0.1.9") && e.contains("10.0.1.1"), "{e}");
         let e = err(&text.replace("aliases = [\"10.0.1.1\"", "aliases = [\"ten\""));
         assert!(e.contains("aliases") && e.contains("\"ten\""), "{e}");
+    }
+
+    #[test]
+    fn the_format_and_tool_fields_are_optional_and_a_foreign_format_is_refused() {
+        let stamped = format!("format = \"tailbound.hosts/1\"\ntool = \"tailbound 0.1.0\"\n{GOOD}");
+        let a = HostMap::parse(&stamped, "m.toml").unwrap();
+        assert_eq!(a.hosts, HostMap::parse(GOOD, "m.toml").unwrap().hosts);
+        let e = err(&stamped.replace("hosts/1", "hosts/2"));
+        assert!(e.contains("format") && e.contains("tailbound.hosts/2"), "{e}");
     }
 
     #[test]

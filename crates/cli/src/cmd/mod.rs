@@ -26,7 +26,6 @@ pub mod trace;
 pub mod vdc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tailbound_plot::Figure;
@@ -105,7 +104,7 @@ impl ExperimentOutput {
     /// `--json`, otherwise `text`.
     pub fn emit(
         &self,
-        value: &impl Serialize,
+        value: &impl crate::output::JsonOutput,
         figure: impl FnOnce() -> Figure,
         text: impl FnOnce() -> String,
     ) -> anyhow::Result<()> {

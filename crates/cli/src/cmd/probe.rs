@@ -453,7 +453,7 @@ fn output_results(results: &[ProbeResult], out: &OutputArgs) -> anyhow::Result<O
     write_files(results, out, None)?;
     match results {
         [one] if out.json => print_json(one)?,
-        _ if out.json => print_json(&results)?,
+        _ if out.json => print_json(&crate::output::Items { items: results })?,
         _ => crate::output::print(&table(results))?,
     }
     Ok(Outcome::Ok)

@@ -13,6 +13,7 @@ mod enforce;
 mod errors;
 mod experiment;
 mod memory;
+mod outputs;
 mod place;
 mod probe;
 mod serve;
