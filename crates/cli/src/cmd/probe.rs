@@ -1,7 +1,7 @@
 //! `tailbound probe ...`: RTT distributions of TCP and UDP request-response exchanges (the
 //! tail-latency study). Parsing and printing only; the probe lives in `tailbound_dataplane`.
 
-use super::{print_json, progress, write_svg};
+use super::{print_json, progress, write_figure};
 use crate::table::render;
 use crate::Outcome;
 use anyhow::{bail, Context};
@@ -220,6 +220,8 @@ pub struct OutputArgs {
     /// also plot the RTT distributions to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -467,13 +469,10 @@ fn write_files(
     if let Some(path) = &out.csv {
         crate::output::write_text(path, &csv(results))?;
     }
-    if let Some(path) = &out.svg {
-        let figure = match sweep {
-            Some(report) => sweep_figure(report),
-            None => cdf_figure(results),
-        };
-        write_svg(path, &figure)?;
-    }
+    write_figure(out.svg.as_deref(), out.data.as_deref(), || match sweep {
+        Some(report) => sweep_figure(report),
+        None => cdf_figure(results),
+    })?;
     Ok(())
 }
 
