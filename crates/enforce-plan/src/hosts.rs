@@ -557,7 +557,10 @@ protocol = "tcp"
         let a = HostMap::parse(&stamped, "m.toml").unwrap();
         assert_eq!(a.hosts, HostMap::parse(GOOD, "m.toml").unwrap().hosts);
         let e = err(&stamped.replace("hosts/1", "hosts/2"));
-        assert!(e.contains("format") && e.contains("tailbound.hosts/2"), "{e}");
+        assert!(
+            e.contains("format") && e.contains("tailbound.hosts/2"),
+            "{e}"
+        );
     }
 
     #[test]

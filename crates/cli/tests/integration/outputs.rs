@@ -129,3 +129,119 @@ fn data_writes_the_figure_as_csv_beside_or_without_the_svg() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&alone).unwrap(), csv);
 }
+
+/// One line of an `.hgrm` percentile distribution: value [µs], percentile, total count.
+fn hgrm_lines(text: &str) -> (Vec<(f64, f64, u64)>, u64) {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"]
+    );
+    assert_eq!(lines.next(), Some(""));
+    let mut rows = Vec::new();
+    let mut total = None;
+    for line in lines {
+        if let Some(rest) = line.strip_prefix("#[Max     = ") {
+            let count = rest.split("Total count    =").nth(1).unwrap();
+            total = Some(count.trim_end_matches(']').trim().parse().unwrap());
+            continue;
+        }
+        if line.starts_with("#[") {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (v, p, c): (f64, f64, u64) = (
+            f[0].parse().unwrap(),
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+        );
+        if p < 1.0 {
+            // the last column is 1/(1-percentile), to 2 decimals
+            let inv: f64 = f[3].parse().unwrap();
+            assert!((inv - 1.0 / (1.0 - p)).abs() <= 0.006, "{line}");
+        } else {
+            assert_eq!(f.len(), 3, "{line}");
+        }
+        rows.push((v, p, c));
+    }
+    (rows, total.expect("a #[Max ... Total count] footer"))
+}
+
+/// `probe run --hgrm` writes HdrHistogram's percentile distribution of the RTTs it measured:
+/// read back, it holds every measured exchange and agrees with the JSON's percentiles; the
+/// JSON reports p99.999 beside the others.
+#[test]
+fn probe_writes_an_hgrm_that_reads_back_to_its_percentiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let hgrm = dir.path().join("rtt.hgrm");
+    let r: Value = json(&[
+        "probe",
+        "run",
+        "--count",
+        "2000",
+        "--warmup",
+        "10",
+        "--json",
+        "--hgrm",
+        hgrm.to_str().unwrap(),
+    ]);
+    assert_eq!(r["format"], "tailbound.probe/1");
+    let q = &r["rtt"];
+    let f = |k: &str| q[k].as_f64().unwrap();
+    assert!(
+        f("p99_99_us") <= f("p99_999_us") && f("p99_999_us") <= f("max_us"),
+        "{q}"
+    );
+    let (rows, total) = hgrm_lines(&std::fs::read_to_string(&hgrm).unwrap());
+    assert_eq!(total, 2000);
+    assert!(rows
+        .windows(2)
+        .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1 && w[0].2 <= w[1].2));
+    let last = rows.last().unwrap();
+    assert_eq!((last.1, last.2), (1.0, 2000));
+    // the median line agrees with p50 (µs, 3 decimals, both the highest value of its bucket)
+    let median = rows.iter().find(|r| r.1 >= 0.5).unwrap();
+    assert!(
+        (median.0 - f("p50_us")).abs() <= 0.0015 + f("p50_us") * 1e-3,
+        "{median:?} {q}"
+    );
+    assert!(
+        (last.0 - f("max_us")).abs() <= 0.0015 + f("max_us") * 1e-3,
+        "{last:?} {q}"
+    );
+}
+
+/// `--time` bounds a run that `--count` would not: a closed loop starts no exchange after it
+/// (so it ends within the time plus one reply timeout), an open loop sends the requests due
+/// within it.
+#[test]
+fn probe_time_stops_a_run_by_itself() {
+    let r: Value = json(&[
+        "probe",
+        "run",
+        "--count",
+        "1000000000",
+        "--warmup",
+        "0",
+        "--time",
+        "300ms",
+        "--timeout",
+        "2s",
+        "--json",
+    ]);
+    assert_eq!(r["spec"]["time_s"], 0.3);
+    let count = r["rtt"]["count"].as_u64().unwrap();
+    assert!(count > 0 && count < 1_000_000_000, "{r}");
+    assert_eq!(r["sent"].as_u64().unwrap(), count);
+    assert!(r["elapsed_s"].as_f64().unwrap() <= 2.3 + 1e-3, "{r}");
+    // open loop at 1000/s for 200 ms: 200 requests due, 10 of them warm-up
+    let r: Value = json(&[
+        "probe", "run", "--count", "1000000", "--warmup", "10", "--rate", "1000", "--time",
+        "200ms", "--json",
+    ]);
+    assert_eq!(r["rtt"]["count"], 190, "{r}");
+    let out = tailbound(&["probe", "run", "--time", "0s"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--time"), "{}", stderr(&out));
+}
