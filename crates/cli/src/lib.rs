@@ -90,6 +90,8 @@ pub enum Command {
     Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages of tailbound and every command to a folder
     Man(cmd::docs::ManArgs),
+    /// Print the JSON Schema of an input file: scenario, vdc, decisions or hosts
+    Schema(cmd::schema::SchemaArgs),
 }
 
 /// Runs one parsed command.
@@ -113,6 +115,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Tenant(c) => cmd::tenant::run(c),
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),
+        Command::Schema(a) => cmd::schema::run(a),
     }
 }
 

@@ -44,6 +44,7 @@ pub const MIN_LINK_BYTES_PER_S: f64 = 125.0;
 /// A transport protocol a filter can match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Protocol {
     Tcp,
     Udp,
@@ -63,6 +64,7 @@ impl Protocol {
 /// interfaces); a switch forwards it (per-priority classes, filters on the DSCP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum HostRole {
     #[default]
     Host,
@@ -127,6 +129,8 @@ pub const HOSTS_FORMAT: &str = "tailbound.hosts/1";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "HostMap"))]
 struct RawMap {
     /// optional: `tailbound.hosts/1`
     format: Option<String>,
@@ -140,6 +144,7 @@ struct RawMap {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawHost {
     name: String,
     netns: Option<String>,
@@ -150,6 +155,7 @@ struct RawHost {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawInterface {
     name: String,
     address: Option<String>,
@@ -160,6 +166,7 @@ struct RawInterface {
 
 #[derive(Deserialize)]
 #[serde(untagged)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 enum RawRate {
     Number(f64),
     Text(String),
@@ -167,6 +174,7 @@ enum RawRate {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawTenant {
     name: String,
     client: RawEndpoint,
@@ -176,6 +184,7 @@ struct RawTenant {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawEndpoint {
     host: String,
     address: Option<String>,
@@ -186,6 +195,13 @@ struct RawEndpoint {
 const MAX_IFNAME: usize = 15;
 
 impl HostMap {
+    /// The JSON Schema of a host map (TOML files validate as the JSON value of their TOML),
+    /// for editors and `tailbound schema hosts`.
+    #[cfg(feature = "schema")]
+    pub fn schema() -> schemars::schema::RootSchema {
+        schemars::schema_for!(RawMap)
+    }
+
     /// Parses and validates a host map; `origin` is the file name (`.json` selects JSON, any
     /// other name TOML) and prefixes every message.
     pub fn parse(text: &str, origin: &str) -> Result<HostMap, HostMapError> {

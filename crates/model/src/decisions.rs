@@ -43,6 +43,8 @@ pub const DECISIONS_FORMAT: &str = "tailbound.decisions/1";
 /// A decisions file as written, with the optional format and tool fields of the CLI's JSON.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "Decisions"))]
 struct RawDecisions {
     #[serde(default)]
     format: Option<String>,
@@ -79,6 +81,7 @@ impl TryFrom<RawDecisions> for Decisions {
 /// What a shaper does with a request its buckets cannot pass now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Excess {
     /// it waits, FIFO, until every bucket allows it (a strict rate limiter)
     #[default]
@@ -99,6 +102,7 @@ crate::names!(Excess, "excess policy", { Wait => "wait", BestEffort => "best-eff
 /// One tenant's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TenantDecision {
     pub name: String,
     /// runs with its guarantees (false: rejected, best effort; a replay leaves it out)
@@ -131,11 +135,40 @@ pub struct RateLimit {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "RateLimit"))]
 struct RawLimit {
     flow: String,
     stage: Stage,
     rate: f64,
     burst: f64,
+}
+
+/// The schemas of the types read through a raw form are the raw form's.
+#[cfg(feature = "schema")]
+mod schema {
+    use super::*;
+    use schemars::gen::SchemaGenerator;
+    use schemars::schema::Schema;
+    use schemars::JsonSchema;
+
+    impl JsonSchema for Decisions {
+        fn schema_name() -> String {
+            RawDecisions::schema_name()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            RawDecisions::json_schema(g)
+        }
+    }
+
+    impl JsonSchema for RateLimit {
+        fn schema_name() -> String {
+            RawLimit::schema_name()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            RawLimit::json_schema(g)
+        }
+    }
 }
 
 impl From<RawLimit> for RateLimit {

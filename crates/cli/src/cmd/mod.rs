@@ -18,6 +18,7 @@ pub mod experiment_placement;
 pub mod experiment_vdc;
 pub mod place;
 pub mod probe;
+pub mod schema;
 pub mod serve;
 pub mod simulate;
 pub mod tenant;

@@ -245,3 +245,143 @@ fn probe_time_stops_a_run_by_itself() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--time"), "{}", stderr(&out));
 }
+
+/// The schema `tailbound schema KIND` prints, compiled by a real validator.
+fn validator(kind: &str) -> jsonschema::Validator {
+    let out = tailbound(&["schema", kind]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["$schema"], "http://json-schema.org/draft-07/schema#");
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("schema {kind}: {e}"))
+}
+
+/// A JSON or TOML file as a JSON value.
+fn value_of(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    if path.extension().is_some_and(|e| e == "toml") {
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    } else {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
+
+/// Which of the four inputs a file is, by its shape; `None`: none of them (an allocation
+/// input, a storage profile, another tool's network...).
+fn kind_of(v: &Value) -> Option<&'static str> {
+    let first = |key: &str| v.get(key).and_then(|a| a.get(0));
+    if first("hosts").is_some_and(|h| h.get("interfaces").is_some()) {
+        Some("hosts")
+    } else if v.get("servers").is_some() && first("tenants").is_some_and(|t| t.get("vms").is_some())
+    {
+        Some("vdc")
+    } else if first("tenants").is_some_and(|t| t.get("admitted").is_some()) {
+        Some("decisions")
+    } else if v.get("hosts").is_some() {
+        Some("scenario")
+    } else {
+        None
+    }
+}
+
+/// Every `.toml`/`.json` file under an `examples` folder of the repository, and the scenario
+/// the demo embeds.
+fn example_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, under_examples: bool, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                    walk(&path, under_examples || name == "examples", out);
+                }
+            } else if under_examples && (name.ends_with(".toml") || name.ends_with(".json")) {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    walk(&root, false, &mut files);
+    files.push(root.join("crates/experiments/src/demo.toml"));
+    files.sort();
+    files
+}
+
+/// `tailbound schema` validates every example scenario, VDC and host map in the repository
+/// (TOML as its JSON value) and the decisions our own commands write, and refuses files the
+/// readers refuse for their shape.
+#[test]
+fn schemas_validate_every_example_file_and_our_own_decisions() {
+    let kinds = ["scenario", "vdc", "decisions", "hosts"];
+    let validators: Vec<(&str, jsonschema::Validator)> =
+        kinds.iter().map(|k| (*k, validator(k))).collect();
+    let check = |kind: &str, path: &Path, v: &Value| {
+        let (_, val) = validators.iter().find(|(k, _)| *k == kind).unwrap();
+        let errors: Vec<String> = val
+            .iter_errors(v)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{} is not a valid {kind}: {errors:?}",
+            path.display()
+        );
+    };
+    let mut seen = std::collections::BTreeMap::<&str, Vec<String>>::new();
+    for path in example_files() {
+        let v = value_of(&path);
+        if let Some(kind) = kind_of(&v) {
+            check(kind, &path, &v);
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            seen.entry(kind).or_default().push(name);
+        }
+    }
+    // the known examples were all found and classified as what they are
+    for (kind, name) in [
+        ("scenario", "two-servers.toml"),
+        ("scenario", "six-tenants.toml"),
+        ("scenario", "two-hosts.toml"),
+        ("scenario", "demo.toml"),
+        ("vdc", "vdc.toml"),
+        ("hosts", "two-servers.hosts.toml"),
+        ("hosts", "six-tenants.hosts.toml"),
+    ] {
+        assert!(
+            seen.get(kind).is_some_and(|n| n.iter().any(|n| n == name)),
+            "{kind} {name}: {seen:?}"
+        );
+    }
+
+    // decisions written by admit and place, with their format and tool fields
+    let dir = tempfile::tempdir().unwrap();
+    let s = two_servers();
+    for (cmd, policy) in [
+        ("admit", "snc-meister"),
+        ("admit", "priority-meister"),
+        ("place", ""),
+    ] {
+        let d = dir.path().join(format!("{cmd}-{policy}.json"));
+        let mut args = vec![cmd, s.as_str(), "--decisions-out", d.to_str().unwrap()];
+        if !policy.is_empty() {
+            args.extend(["--policy", policy]);
+        }
+        let out = tailbound(&args);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+        let v = value_of(&d);
+        assert_eq!(kind_of(&v), Some("decisions"));
+        check("decisions", &d, &v);
+    }
+
+    // what the readers refuse for its shape, the schemas refuse too
+    let (_, scenario) = &validators[0];
+    let mut v = value_of(&examples().join("two-servers.toml"));
+    v["tenants"][0]["slo_ms"] = 20.into();
+    assert!(!scenario.is_valid(&v), "an unknown tenant field passed");
+    let (_, decisions) = &validators[2];
+    let bad = serde_json::json!({"tenants": [{"name": "t0", "admitted": "yes"}]});
+    assert!(!decisions.is_valid(&bad));
+    let (_, hosts) = &validators[3];
+    let mut v = value_of(&examples().join("two-servers.hosts.toml"));
+    v["hosts"][0]["role"] = "router".into();
+    assert!(!hosts.is_valid(&v), "an unknown host role passed");
+}
