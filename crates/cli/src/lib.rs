@@ -52,6 +52,9 @@ pub enum Command {
     Curve(cmd::curve::CurveCommand),
     /// Bound every tenant's latency in a scenario (SNC-Meister, SNC baselines or DNC)
     Bound(cmd::bound::BoundArgs),
+    /// General server graphs: per-flow delay and backlog bounds (TFA, SFA, SNC), Saihu JSON
+    #[command(subcommand)]
+    Graph(cmd::graph::GraphCommand),
     /// Reproduce the papers' experiments (JSON and SVG output)
     #[command(subcommand)]
     Experiment(cmd::experiment::ExperimentCommand),
@@ -101,6 +104,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Trace(c) => cmd::trace::run(c),
         Command::Curve(c) => cmd::curve::run(c),
         Command::Bound(a) => cmd::bound::run(a),
+        Command::Graph(c) => cmd::graph::run(c),
         Command::Experiment(c) => cmd::experiment::run(c),
         Command::Alloc(a) => cmd::alloc::run(a),
         Command::Probe(c) => cmd::probe::run(c),

@@ -338,6 +338,7 @@ json_formats! {
     TraceStatsReport => "trace-stats", 1, "trace stats --json";
     SplitReport => "trace-split", 1, "trace split --json";
     GenReport => "trace-gen", 1, "trace gen --json";
+    tailbound_graph::GraphReport => "graph-bound", 1, "graph bound --json";
     tailbound_allocation::Datacenter => "vdc-datacenter", 1, "vdc check --json";
     VdcAllocReport => "vdc-alloc", 1, "vdc alloc --json";
     tailbound_experiments::bounds::BoundsExperiment => "experiment-bounds", 1, "experiment bounds-* --json/--out";

@@ -715,6 +715,198 @@ fn merge_breaks(breaks: &[f64], rates: &[f64], from_t: f64) -> (Vec<f64>, Vec<f6
     (out_breaks, out_rates)
 }
 
+/// Operators for analyses of general server graphs (total and separated flow analysis in
+/// `tailbound-graph`): delayed traffic, the minimum of two arrival curves, service curves given
+/// as a maximum of rate-latency curves, and the FIFO leftover.
+impl Envelope {
+    /// α ⊘ δ_d, i.e. t ↦ α(t + d): an arrival curve of traffic α after a system that delays
+    /// every bit by at most `delay_s` (Le Boudec & Thiran, *Network Calculus*, Thm 1.4.3 with
+    /// the pure-delay service curve δ_d).
+    pub fn delayed(&self, delay_s: f64) -> Result<Envelope, DncError> {
+        if !(delay_s.is_finite() && delay_s >= 0.0) {
+            return Err(DncError::Invalid(format!(
+                "delay {delay_s} s must be finite and >= 0"
+            )));
+        }
+        let i = self.interval(delay_s);
+        let breaks: Vec<f64> = self.breaks[i..].iter().map(|b| b - delay_s).collect();
+        Ok(Envelope::build(self.at(delay_s), &breaks, &self.rates[i..]))
+    }
+
+    /// min(α, other): both are minima of their token buckets, so this is the minimum of all
+    /// of them (still concave).
+    pub fn min(&self, other: &Envelope) -> Result<Envelope, DncError> {
+        let lines: Vec<Bucket> = self.buckets().into_iter().chain(other.buckets()).collect();
+        Envelope::from_buckets(&lines)
+    }
+
+    /// α − α(0): the curve without its burst (0 at t = 0).
+    fn without_burst(&self) -> Envelope {
+        Envelope::build(0.0, &self.breaks, &self.rates)
+    }
+}
+
+impl ServiceCurve {
+    /// The maximum of rate-latency curves, max_i R_i·(t − T_i)⁺ (convex, as a maximum of
+    /// convex curves): Saihu's and Panco's multi-segment service curve. At least one curve.
+    pub fn max_of(curves: &[RateLatency]) -> Result<ServiceCurve, DncError> {
+        for c in curves {
+            ServiceCurve::rate_latency(c.rate, c.latency_s)?;
+        }
+        // the curve leaves 0 on the line of least latency (ties: the fastest)
+        let Some(mut cur) = curves.iter().copied().min_by(|a, b| {
+            a.latency_s
+                .total_cmp(&b.latency_s)
+                .then(b.rate.total_cmp(&a.rate))
+        }) else {
+            return Err(DncError::Invalid(
+                "a service curve needs at least one rate-latency curve".into(),
+            ));
+        };
+        let latency_s = cur.latency_s;
+        let (mut breaks, mut rates) = (Vec::new(), Vec::new());
+        let mut t = latency_s;
+        // then, at each step, the faster line that overtakes the current one first
+        loop {
+            let next = curves
+                .iter()
+                .filter(|c| c.rate > cur.rate)
+                .map(|c| {
+                    let x = (c.rate * c.latency_s - cur.rate * cur.latency_s) / (c.rate - cur.rate);
+                    (x.max(t), *c)
+                })
+                .min_by(|(x, a), (y, b)| x.total_cmp(y).then(b.rate.total_cmp(&a.rate)));
+            let Some((x, line)) = next else { break };
+            breaks.push(x);
+            rates.push(cur.rate);
+            cur = line;
+            t = x;
+        }
+        rates.push(cur.rate);
+        Ok(ServiceCurve::build(latency_s, &breaks, &rates))
+    }
+
+    /// The leftover service of a flow at a FIFO server offering β when the other flows through
+    /// it are constrained by `cross`: β_θ(t) = [β(t) − α(t − θ)]⁺·1{t > θ}, a service curve for
+    /// every θ ≥ 0 (Le Boudec & Thiran, *Network Calculus*, Prop. 6.2.1), taken at
+    /// θ = β⁻¹(α(0)), where it starts continuously; for a rate-latency β and a token bucket α
+    /// it is (R − r)·(t − T − b/R)⁺ (ibid., Cor. 6.2.3). Exact on the piecewise-linear curves.
+    /// [`DncError::Unstable`] when the cross traffic's long-term rate reaches β's ultimate rate.
+    pub fn fifo_leftover(&self, cross: &Envelope) -> Result<ServiceCurve, DncError> {
+        let load = cross.long_term_rate();
+        if load >= self.rate() {
+            return Err(DncError::Unstable {
+                load,
+                capacity: self.rate(),
+            });
+        }
+        if cross.is_zero() {
+            return Ok(self.clone());
+        }
+        let theta = self.inverse(cross.burst());
+        // β(θ + u) − β(θ): what β serves after θ
+        let i = self.interval(theta);
+        let breaks: Vec<f64> = self.breaks[i..].iter().map(|b| b - theta).collect();
+        let after = ServiceCurve::build(0.0, &breaks, &self.rates[i..]);
+        let rest = after.leftover(&cross.without_burst())?;
+        let breaks: Vec<f64> = rest.breaks.iter().map(|b| b + theta).collect();
+        Ok(ServiceCurve::build(
+            rest.latency_s + theta,
+            &breaks,
+            &rest.rates,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod graph_ops_tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * (1.0 + a.abs().max(b.abs()))
+    }
+
+    #[test]
+    fn delayed_token_bucket_gains_rate_times_delay() {
+        let a = Envelope::from_buckets(&[Bucket::new(2.0, 10.0), Bucket::new(1.0, 20.0)]).unwrap();
+        let d = a.delayed(4.0).unwrap();
+        // α(4) = min(18, 24) = 18; the knee at t = 10 moves to 6
+        assert!(close(d.burst(), 18.0));
+        assert!(close(d.at(6.0), a.at(10.0)));
+        assert!(close(d.at(20.0), a.at(24.0)));
+        assert!(a.delayed(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn min_of_two_buckets_is_their_lower_envelope() {
+        let a = Envelope::token_bucket(Bucket::new(2.0, 10.0)).unwrap();
+        let b = Envelope::token_bucket(Bucket::new(1.0, 20.0)).unwrap();
+        let m = a.min(&b).unwrap();
+        for t in [0.0, 5.0, 10.0, 30.0] {
+            assert!(close(m.at(t), a.at(t).min(b.at(t))), "t = {t}");
+        }
+    }
+
+    #[test]
+    fn max_of_rate_latencies_switches_to_the_faster_line() {
+        // 4·(t − 10)⁺ and 50·(t − 1000)⁺ cross at t = 49960 / 46
+        let s = ServiceCurve::max_of(&[
+            RateLatency {
+                rate: 4.0,
+                latency_s: 10.0,
+            },
+            RateLatency {
+                rate: 50.0,
+                latency_s: 1000.0,
+            },
+        ])
+        .unwrap();
+        let x = 49_960.0 / 46.0;
+        assert!(close(s.latency_s(), 10.0));
+        assert!(close(s.rate(), 50.0));
+        for t in [0.0_f64, 10.0, 500.0, x, 2000.0] {
+            let want = (4.0 * (t - 10.0)).max(50.0 * (t - 1000.0)).max(0.0);
+            assert!(close(s.at(t), want), "t = {t}: {} vs {want}", s.at(t));
+        }
+        // a line that never rises above the others is dropped
+        let one = ServiceCurve::max_of(&[
+            RateLatency {
+                rate: 4.0,
+                latency_s: 1.0,
+            },
+            RateLatency {
+                rate: 2.0,
+                latency_s: 3.0,
+            },
+        ])
+        .unwrap();
+        assert_eq!(
+            one.as_rate_latency(),
+            Some(RateLatency {
+                rate: 4.0,
+                latency_s: 1.0
+            })
+        );
+        assert!(ServiceCurve::max_of(&[]).is_err());
+    }
+
+    #[test]
+    fn fifo_leftover_of_rate_latency_is_le_boudec_cor_6_2_3() {
+        // (R − r)·(t − T − b/R)⁺ with R = 10, T = 1, r = 2, b = 5: rate 8, latency 1.5
+        let beta = ServiceCurve::rate_latency(10.0, 1.0).unwrap();
+        let cross = Envelope::token_bucket(Bucket::new(2.0, 5.0)).unwrap();
+        let left = beta.fifo_leftover(&cross).unwrap();
+        let rl = left.as_rate_latency().unwrap();
+        assert!(close(rl.rate, 8.0) && close(rl.latency_s, 1.5), "{rl:?}");
+        // never worse than blind multiplexing: (R − r)·(t − (T·R + b)/(R − r))⁺, latency 1.875
+        let blind = beta.leftover(&cross).unwrap();
+        assert!(close(blind.latency_s(), 1.875));
+        assert!(beta
+            .fifo_leftover(&Envelope::token_bucket(Bucket::new(10.0, 0.0)).unwrap())
+            .is_err());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ pub mod experiment_admission_testbed;
 pub mod experiment_eyeq;
 pub mod experiment_placement;
 pub mod experiment_vdc;
+pub mod graph;
 pub mod place;
 pub mod probe;
 pub mod schema;

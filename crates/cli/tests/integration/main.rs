@@ -12,6 +12,7 @@ mod docs;
 mod enforce;
 mod errors;
 mod experiment;
+mod graph;
 mod memory;
 mod outputs;
 mod place;
