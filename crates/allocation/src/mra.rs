@@ -15,6 +15,7 @@ pub trait Mra {
 /// The mechanisms tailbound offers, as named in specs and on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Mechanism {
     /// weighted DRF over flows (demand-capped progressive filling)
     #[default]

@@ -61,6 +61,7 @@ use tailbound_model::{OpKind, Request};
 /// The spec of a datacenter and its tenants' VDCs; see the module docs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct VdcSpec {
     /// bytes of every message besides its payload [bytes]
     #[serde(default = "default_header")]
@@ -85,6 +86,7 @@ fn one() -> f64 {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ServerSpec {
     pub name: String,
     /// NIC rate, each direction [bytes/s]
@@ -93,6 +95,7 @@ pub struct ServerSpec {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ApplianceSpec {
     pub name: String,
     /// the server whose links lead to it; `None`: in the hypervisor at each flow's source
@@ -114,6 +117,7 @@ pub struct ApplianceSpec {
 /// Fixed guarantees give exactly the VDC; minimum ones add spare capacity (pulsar §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum GuaranteeKind {
     Fixed,
     #[default]
@@ -122,6 +126,7 @@ pub enum GuaranteeKind {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TenantSpec {
     pub name: String,
     #[serde(default)]
@@ -140,6 +145,7 @@ pub struct TenantSpec {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct VmSpec {
     pub name: String,
     pub server: String,
@@ -152,6 +158,7 @@ pub struct VmSpec {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct VirtualApplianceSpec {
     pub name: String,
     /// the physical appliance it maps to
@@ -165,6 +172,7 @@ pub struct VirtualApplianceSpec {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FlowSpec {
     pub name: String,
     /// source VM

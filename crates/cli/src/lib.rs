@@ -95,6 +95,8 @@ pub enum Command {
     Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages of tailbound and every command to a folder
     Man(cmd::docs::ManArgs),
+    /// Print the JSON Schema of an input file: scenario, vdc, decisions or hosts
+    Schema(cmd::schema::SchemaArgs),
 }
 
 /// Runs one parsed command.
@@ -120,6 +122,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Agent(a) => cmd::agent::run(a),
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),
+        Command::Schema(a) => cmd::schema::run(a),
     }
 }
 

@@ -13,6 +13,13 @@
 //!   was. Devices and pipes (`/dev/null`, `/dev/full`, a FIFO) are written in place, since
 //!   they cannot be replaced. Errors name the path.
 //! * **stderr** ([`note`]): progress notes that must never fail the command.
+//! * **JSON** ([`print_json`], [`write_json`]): every JSON document the binary prints or writes
+//!   is a [`JsonOutput`] and opens with two fields, added here and nowhere else:
+//!   `"format": "tailbound.<kind>/<version>"` (the structure's kind and format version, see
+//!   [`crate::report::FORMATS`]) and `"tool": "tailbound 0.x.y"` (the version that wrote it).
+//!   They sit beside the structure's own fields, so a reader that ignores unknown fields reads
+//!   the document as before; a list is printed as `{"format", "tool", "items": [...]}`
+//!   ([`Items`]).
 //!
 //! Commands return `anyhow::Result<Outcome>`; `main` maps it with [`exit_code`].
 
@@ -90,16 +97,48 @@ pub fn print(text: &str) -> anyhow::Result<()> {
     to_stdout(|w| w.write_all(text.as_bytes()))
 }
 
-/// Prints a result as pretty JSON on stdout, one trailing newline.
+/// The tool and its version, as JSON outputs name it in `"tool"`.
+pub const TOOL: &str = concat!("tailbound ", env!("CARGO_PKG_VERSION"));
+
+/// A structure the binary prints (`--json`) or writes (`--out`, `--decisions-out`) as JSON.
+pub trait JsonOutput: Serialize {
+    /// Its kind and format version, `tailbound.<kind>/<version>`; the version grows when a
+    /// field changes meaning or goes away (new fields do not change it).
+    const FORMAT: &'static str;
+}
+
+/// A list printed as JSON: `{"format", "tool", "items": [...]}` (a bare array has no place
+/// for the format and tool fields).
+#[derive(Debug, Serialize)]
+pub struct Items<'a, T> {
+    pub items: &'a [T],
+}
+
+/// A JSON output with its format and the tool's version first, then its own fields.
+#[derive(Serialize)]
+struct Stamped<'a, T> {
+    format: &'static str,
+    tool: &'static str,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// Prints a result as pretty JSON on stdout, one trailing newline, with its format and the
+/// tool's version (see the module docs).
 ///
 /// # Errors
 /// As [`to_stdout`].
-pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+pub fn print_json<T: JsonOutput>(value: &T) -> anyhow::Result<()> {
     to_stdout(|w| json_to(w, value))
 }
 
-fn json_to(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, value).map_err(io::Error::from)?;
+fn json_to<T: JsonOutput>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    let stamped = Stamped {
+        format: T::FORMAT,
+        tool: TOOL,
+        body: value,
+    };
+    serde_json::to_writer_pretty(&mut *w, &stamped).map_err(io::Error::from)?;
     w.write_all(b"\n")
 }
 
@@ -148,11 +187,12 @@ pub fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
     write_file(path, |w| w.write_all(text.as_bytes()))
 }
 
-/// Writes `value` as pretty JSON (one trailing newline) to `path` whole or not at all.
+/// Writes `value` as pretty JSON (one trailing newline, its format and the tool's version
+/// first, as [`print_json`]) to `path` whole or not at all.
 ///
 /// # Errors
 /// As [`write_file`].
-pub fn write_json(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+pub fn write_json<T: JsonOutput>(path: &Path, value: &T) -> anyhow::Result<()> {
     write_file(path, |w| json_to(w, value))
 }
 

@@ -130,3 +130,58 @@ pub struct EnforceStatusReport {
     pub drift: bool,
     pub interfaces: Vec<tailbound_dataplane::tc::InterfaceStatus>,
 }
+
+/// Gives each JSON output its format, `tailbound.<kind>/<version>`, and lists them in
+/// [`FORMATS`] (README's table of format kinds is checked against it).
+macro_rules! json_formats {
+    ($($ty:ty => $kind:literal, $version:literal, $what:literal;)*) => {
+        $(impl crate::output::JsonOutput for $ty {
+            const FORMAT: &'static str = concat!("tailbound.", $kind, "/", $version);
+        })*
+        /// Every JSON format the binary prints or writes: (format, what writes it).
+        pub const FORMATS: &[(&str, &str)] =
+            &[$((concat!("tailbound.", $kind, "/", $version), $what)),*];
+    };
+}
+
+use crate::output::Items;
+
+json_formats! {
+    tailbound_model::Decisions => "decisions", 1, "admit/place --decisions-out (also an input: simulate, enforce, testbed --decisions)";
+    AdmitReport => "admit", 1, "admit --json";
+    tailbound_allocation::input::AllocOutput => "alloc", 1, "alloc --json";
+    crate::cmd::alloc::AllocBenchReport => "alloc-bench", 1, "alloc bench --json";
+    BoundReport => "bound", 1, "bound --json";
+    RbReport => "curve-rb", 1, "curve rb --json";
+    MmppReport => "curve-mmpp", 1, "curve mmpp --json";
+    EffBwReport => "curve-effbw", 1, "curve effbw --json";
+    tailbound_experiments::demo::DemoReport => "demo", 1, "demo --json";
+    tailbound_enforce_plan::Plan => "enforce-plan", 1, "enforce plan --json";
+    EnforceReport => "enforce", 1, "enforce apply|remove --json";
+    EnforceStatusReport => "enforce-status", 1, "enforce status --json";
+    crate::cmd::place::PlaceReport => "place", 1, "place --json";
+    tailbound_dataplane::probe::ProbeResult => "probe", 1, "probe --json (one run)";
+    Items<'_, tailbound_dataplane::probe::ProbeResult> => "probe-list", 1, "probe --json (several runs)";
+    tailbound_dataplane::probe::SweepReport => "probe-sweep", 1, "probe --sweep --json";
+    SimReport => "simulate", 1, "simulate --json";
+    OptReport => "simulate-opt", 1, "simulate --optimize --json";
+    tailbound_service::api::Decision => "tenant-decision", 1, "tenant add --what-if|rm --json";
+    tailbound_service::api::Admitted => "tenant-admitted", 1, "tenant add --json";
+    Items<'_, tailbound_service::api::TenantView> => "tenant-list", 1, "tenant ls --json";
+    tailbound_testbed::TestbedReport => "testbed", 1, "testbed run --json";
+    tailbound_testbed::state::UpState => "testbed-up", 1, "testbed up --json";
+    tailbound_testbed::state::Down => "testbed-down", 1, "testbed down --json";
+    TraceStatsReport => "trace-stats", 1, "trace stats --json";
+    SplitReport => "trace-split", 1, "trace split --json";
+    GenReport => "trace-gen", 1, "trace gen --json";
+    tailbound_graph::GraphReport => "graph-bound", 1, "graph bound --json";
+    tailbound_allocation::Datacenter => "vdc-datacenter", 1, "vdc check --json";
+    VdcAllocReport => "vdc-alloc", 1, "vdc alloc --json";
+    tailbound_experiments::bounds::BoundsExperiment => "experiment-bounds", 1, "experiment bounds-* --json/--out";
+    tailbound_experiments::admission::AdmissionResult => "experiment-admission", 1, "experiment admission --json/--out";
+    tailbound_experiments::admission_testbed::TestbedExperiment => "experiment-admission-testbed", 1, "experiment admission-testbed --json/--out";
+    tailbound_experiments::eyeq::EyeqExperiment => "experiment-eyeq", 1, "experiment eyeq --json/--out";
+    tailbound_experiments::placement::PlacementExperiment => "experiment-placement", 1, "experiment placement --json/--out";
+    tailbound_experiments::vdc::EnforcementExperiment => "experiment-vdc-enforcement", 1, "experiment vdc-enforcement --json/--out";
+    tailbound_experiments::vdc::CapacityExperiment => "experiment-vdc-capacity", 1, "experiment vdc-capacity --json/--out";
+}

@@ -119,6 +119,7 @@ const BISECTION_REL_TOL: f64 = 1e-12;
 /// How a state's request sizes (work per request) are modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum SizeKind {
     /// exponential work with the state's observed mean (the original's `MGFExponential`)
     #[default]

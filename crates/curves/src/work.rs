@@ -202,6 +202,7 @@ impl WorkFunction for StorageProfile {
 /// `[size_bytes, tokens]`; flat before the first vertex, extended along the last segment
 /// after the last one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PiecewiseCost {
     pub vertices: Vec<[f64; 2]>,
 }
@@ -240,6 +241,7 @@ impl PiecewiseCost {
 
 /// Pulsar's virtual cost function: tokens per request by op kind (pulsar §3, Fig. 6).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TokenCost {
     pub read: PiecewiseCost,
     pub write: PiecewiseCost,

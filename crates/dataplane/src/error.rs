@@ -121,6 +121,10 @@ pub enum ProbeError {
         lost: u64,
         sent: u64,
     },
+    #[error("invalid time {time_s} s; use a positive duration of at most 1 day (e.g. --time 10s)")]
+    Time { time_s: f64 },
+    #[error("no exchange was measured within the time limit of {time_s} s ({warmup} warm-up exchanges first); give more --time or fewer --warmup exchanges")]
+    NothingMeasured { time_s: f64, warmup: u64 },
     #[error(transparent)]
     Netns(#[from] NetnsError),
 }

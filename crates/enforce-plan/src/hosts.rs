@@ -44,6 +44,7 @@ pub const MIN_LINK_BYTES_PER_S: f64 = 125.0;
 /// A transport protocol a filter can match on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Protocol {
     Tcp,
     Udp,
@@ -63,6 +64,7 @@ impl Protocol {
 /// interfaces); a switch forwards it (per-priority classes, filters on the DSCP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum HostRole {
     #[default]
     Host,
@@ -122,9 +124,19 @@ pub struct Endpoint {
     pub port: Option<u16>,
 }
 
+/// The format a JSON host map may name in `"format"`, as the CLI's JSON outputs do.
+pub const HOSTS_FORMAT: &str = "tailbound.hosts/1";
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "HostMap"))]
 struct RawMap {
+    /// optional: `tailbound.hosts/1`
+    format: Option<String>,
+    /// optional: the tool that wrote the file; informative only
+    #[allow(dead_code)]
+    tool: Option<String>,
     hosts: Vec<RawHost>,
     #[serde(default)]
     tenants: Vec<RawTenant>,
@@ -132,6 +144,7 @@ struct RawMap {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawHost {
     name: String,
     netns: Option<String>,
@@ -142,6 +155,7 @@ struct RawHost {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawInterface {
     name: String,
     address: Option<String>,
@@ -152,6 +166,7 @@ struct RawInterface {
 
 #[derive(Deserialize)]
 #[serde(untagged)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 enum RawRate {
     Number(f64),
     Text(String),
@@ -159,6 +174,7 @@ enum RawRate {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawTenant {
     name: String,
     client: RawEndpoint,
@@ -168,6 +184,7 @@ struct RawTenant {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawEndpoint {
     host: String,
     address: Option<String>,
@@ -178,6 +195,13 @@ struct RawEndpoint {
 const MAX_IFNAME: usize = 15;
 
 impl HostMap {
+    /// The JSON Schema of a host map (TOML files validate as the JSON value of their TOML),
+    /// for editors and `tailbound schema hosts`.
+    #[cfg(feature = "schema")]
+    pub fn schema() -> schemars::schema::RootSchema {
+        schemars::schema_for!(RawMap)
+    }
+
     /// Parses and validates a host map; `origin` is the file name (`.json` selects JSON, any
     /// other name TOML) and prefixes every message.
     pub fn parse(text: &str, origin: &str) -> Result<HostMap, HostMapError> {
@@ -198,6 +222,13 @@ impl HostMap {
             field: field.to_string(),
             message,
         };
+        if let Some(format) = raw.format.as_deref().filter(|f| *f != HOSTS_FORMAT) {
+            return Err(bad(
+                "the file".into(),
+                "format",
+                format!("{format:?} is not allowed; this tailbound reads host maps in format {HOSTS_FORMAT:?}"),
+            ));
+        }
         if raw.hosts.is_empty() {
             return Err(bad(
                 "the map".into(),
@@ -534,6 +565,18 @@ protocol = "tcp"
         assert!(e.contains("10.0.1.9") && e.contains("10.0.1.1"), "{e}");
         let e = err(&text.replace("aliases = [\"10.0.1.1\"", "aliases = [\"ten\""));
         assert!(e.contains("aliases") && e.contains("\"ten\""), "{e}");
+    }
+
+    #[test]
+    fn the_format_and_tool_fields_are_optional_and_a_foreign_format_is_refused() {
+        let stamped = format!("format = \"tailbound.hosts/1\"\ntool = \"tailbound 0.1.0\"\n{GOOD}");
+        let a = HostMap::parse(&stamped, "m.toml").unwrap();
+        assert_eq!(a.hosts, HostMap::parse(GOOD, "m.toml").unwrap().hosts);
+        let e = err(&stamped.replace("hosts/1", "hosts/2"));
+        assert!(
+            e.contains("format") && e.contains("tailbound.hosts/2"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -20,8 +20,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 /// The decisions of one policy over a set of tenants.
+///
+/// A decisions file the CLI wrote opens with `"format": "tailbound.decisions/1"` and
+/// `"tool": "tailbound 0.x.y"`; reading accepts a file with or without them, and refuses
+/// another format or a newer version.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawDecisions")]
 pub struct Decisions {
     /// the policy that decided (`snc-meister`, `compactor`, ...)
     #[serde(default)]
@@ -33,9 +37,51 @@ pub struct Decisions {
     pub excess: Excess,
 }
 
+/// The format a decisions file names in `"format"` (the CLI's `tailbound.decisions/1`).
+pub const DECISIONS_FORMAT: &str = "tailbound.decisions/1";
+
+/// A decisions file as written, with the optional format and tool fields of the CLI's JSON.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "Decisions"))]
+struct RawDecisions {
+    #[serde(default)]
+    format: Option<String>,
+    /// the tool that wrote the file; informative only
+    #[serde(default)]
+    #[allow(dead_code)]
+    tool: Option<String>,
+    #[serde(default)]
+    policy: String,
+    tenants: Vec<TenantDecision>,
+    #[serde(default)]
+    excess: Excess,
+}
+
+impl TryFrom<RawDecisions> for Decisions {
+    type Error = String;
+
+    fn try_from(r: RawDecisions) -> Result<Decisions, String> {
+        if let Some(format) = r.format.as_deref() {
+            if format != DECISIONS_FORMAT {
+                return Err(format!(
+                    "format {format:?} is not allowed; this tailbound reads decisions in format {DECISIONS_FORMAT:?}"
+                ));
+            }
+        }
+        Ok(Decisions {
+            policy: r.policy,
+            tenants: r.tenants,
+            excess: r.excess,
+        })
+    }
+}
+
 /// What a shaper does with a request its buckets cannot pass now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Excess {
     /// it waits, FIFO, until every bucket allows it (a strict rate limiter)
     #[default]
@@ -56,6 +102,7 @@ crate::names!(Excess, "excess policy", { Wait => "wait", BestEffort => "best-eff
 /// One tenant's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TenantDecision {
     pub name: String,
     /// runs with its guarantees (false: rejected, best effort; a replay leaves it out)
@@ -88,11 +135,40 @@ pub struct RateLimit {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "RateLimit"))]
 struct RawLimit {
     flow: String,
     stage: Stage,
     rate: f64,
     burst: f64,
+}
+
+/// The schemas of the types read through a raw form are the raw form's.
+#[cfg(feature = "schema")]
+mod schema {
+    use super::*;
+    use schemars::gen::SchemaGenerator;
+    use schemars::schema::Schema;
+    use schemars::JsonSchema;
+
+    impl JsonSchema for Decisions {
+        fn schema_name() -> String {
+            RawDecisions::schema_name()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            RawDecisions::json_schema(g)
+        }
+    }
+
+    impl JsonSchema for RateLimit {
+        fn schema_name() -> String {
+            RawLimit::schema_name()
+        }
+        fn json_schema(g: &mut SchemaGenerator) -> Schema {
+            RawLimit::json_schema(g)
+        }
+    }
 }
 
 impl From<RawLimit> for RateLimit {
@@ -195,6 +271,22 @@ mod tests {
                 }],
             }],
         }
+    }
+
+    #[test]
+    fn the_format_and_tool_fields_are_optional_and_a_foreign_format_is_refused() {
+        let bare = r#"{"policy": "p", "tenants": [{"name": "t0", "admitted": true}]}"#;
+        let stamped = r#"{"format": "tailbound.decisions/1", "tool": "tailbound 0.1.0",
+            "policy": "p", "tenants": [{"name": "t0", "admitted": true}]}"#;
+        let a: Decisions = serde_json::from_str(bare).unwrap();
+        let b: Decisions = serde_json::from_str(stamped).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.tenants[0].name, "t0");
+        let newer = stamped.replace("decisions/1", "decisions/2");
+        let e = serde_json::from_str::<Decisions>(&newer).unwrap_err();
+        assert!(e.to_string().contains("tailbound.decisions/2"), "{e}");
+        let unknown = bare.replace("\"policy\"", "\"polcy\"");
+        assert!(serde_json::from_str::<Decisions>(&unknown).is_err());
     }
 
     #[test]

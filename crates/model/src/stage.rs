@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Work is measured per stage: bytes on the network stages, device busy-seconds on storage
 /// (workload-compactor §2.2 and §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Stage {
     /// request direction: client NIC out → server NIC in [bytes]
     #[serde(rename = "net-in")]

@@ -2,7 +2,7 @@
 //! axes, with ticks, labels, a legend, and several panels side by side in one file.
 //!
 //! This crate knows nothing about traffic or latency; commands build [`Chart`]s from their
-//! results and write [`Figure::to_svg`]. The SVG uses only basic elements and the generic
+//! results and write [`Figure::to_svg`], and [`Figure::to_csv`] for the data behind it. The SVG uses only basic elements and the generic
 //! `sans-serif` font, so it renders the same in browsers and in converters such as rsvg.
 //!
 //! ```
@@ -198,6 +198,31 @@ impl Figure {
         }
         out.push_str("</svg>\n");
         Ok(out)
+    }
+
+    /// The figure's data as CSV, one row per point of every series of every chart:
+    /// `chart,series,x,y,x_axis,y_axis`, where the axis columns carry the chart's axis labels
+    /// with their units (`time [s]`), so one file holds panels of different quantities.
+    /// Values are written in full precision; a non-finite coordinate is an empty field.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("chart,series,x,y,x_axis,y_axis\n");
+        for chart in &self.charts {
+            for series in &chart.series {
+                for &(x, y) in &series.points {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{},{}",
+                        csv_field(&chart.title),
+                        csv_field(&series.name),
+                        csv_number(x),
+                        csv_number(y),
+                        csv_field(&chart.x_label),
+                        csv_field(&chart.y_label)
+                    );
+                }
+            }
+        }
+        out
     }
 }
 
@@ -597,9 +622,47 @@ fn legend_corner(drawn: &[(f64, f64)], area: (f64, f64, f64, f64), size: (f64, f
         .unwrap_or(corners[0])
 }
 
+/// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// A number in full precision (Rust's shortest round-trip form), or nothing when not finite.
+fn csv_number(v: f64) -> String {
+    if v.is_finite() {
+        v.to_string()
+    } else {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_holds_every_point_with_its_chart_series_and_axes() {
+        let a = Chart::new("rtt, loaded")
+            .x_label("time [s]")
+            .y_label("RTT [µs]")
+            .series(Series::line("p\"99\"", vec![(0.5, 1.0), (1.0, f64::NAN)]));
+        let b = Chart::new("cdf")
+            .x_label("RTT [µs]")
+            .y_label("fraction")
+            .series(Series::step("all", vec![(0.1, 1e-7)]));
+        let csv = Figure::new(vec![a, b]).to_csv();
+        assert_eq!(
+            csv,
+            "chart,series,x,y,x_axis,y_axis\n\
+             \"rtt, loaded\",\"p\"\"99\"\"\",0.5,1,time [s],RTT [µs]\n\
+             \"rtt, loaded\",\"p\"\"99\"\"\",1,,time [s],RTT [µs]\n\
+             cdf,all,0.1,0.0000001,RTT [µs],fraction\n"
+        );
+    }
 
     #[test]
     fn renders_every_series_and_escapes_labels() {

@@ -90,6 +90,8 @@ pub const DEFAULT_PERCENTILE: f64 = 99.9;
 
 /// A quantity written with a unit (`"20ms"`, `"1Gbit"`) or as a bare number in base units.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(untagged))]
 enum Quantity {
     Number(f64),
     Text(String),
@@ -143,6 +145,8 @@ impl Quantity {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "Scenario"))]
 struct OwnFile {
     hosts: Vec<RawHost>,
     #[serde(default)]
@@ -153,6 +157,7 @@ struct OwnFile {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawHost {
     name: String,
     link: Option<Quantity>,
@@ -163,6 +168,7 @@ struct RawHost {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 struct RawTenant {
     name: String,
     client: String,
@@ -181,6 +187,7 @@ struct RawTenant {
 /// The `[characterize]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Characterize {
     /// which part of each trace characterizes the tenant
     #[serde(default)]
@@ -200,7 +207,8 @@ pub struct Characterize {
 
 /// An MMPP fit duration (counting interval, batch gap) written as "1s", "250ms" [s].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FitInterval(pub f64);
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct FitInterval(#[cfg_attr(feature = "schema", schemars(with = "String"))] pub f64);
 
 impl<'de> Deserialize<'de> for FitInterval {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FitInterval, D::Error> {
@@ -214,6 +222,13 @@ impl<'de> Deserialize<'de> for FitInterval {
             )))
         }
     }
+}
+
+/// The JSON Schema of a scenario in tailbound's own format (TOML files validate as the JSON
+/// value of their TOML), for editors and `tailbound schema scenario`.
+#[cfg(feature = "schema")]
+pub fn schema() -> schemars::schema::RootSchema {
+    schemars::schema_for!(OwnFile)
 }
 
 /// Reads a scenario in tailbound's own format: TOML if the extension is `.toml`, JSON

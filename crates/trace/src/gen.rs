@@ -38,6 +38,7 @@ pub const MAX_EVENTS: f64 = 1e8;
 /// When requests arrive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ArrivalModel {
     /// Poisson arrivals
     Poisson {
@@ -72,6 +73,7 @@ pub enum ArrivalModel {
 /// How large requests are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "model", rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum SizeDist {
     /// every request has this size
     Fixed {
@@ -97,6 +99,7 @@ pub enum SizeDist {
 /// Which op names a generated trace uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Vocabulary {
     /// `DiskRead` / `DiskWrite`
     Disk,
@@ -108,6 +111,7 @@ tailbound_model::names!(Vocabulary, "vocabulary", { Disk => "disk", KeyValue => 
 
 /// A synthetic tenant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GenSpec {
     pub arrival: ArrivalModel,
     pub sizes: SizeDist,

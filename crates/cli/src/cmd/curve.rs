@@ -1,6 +1,6 @@
 //! `tailbound curve ...`: r-b and arrival curves, MMPP fits and effective bandwidth of a trace.
 
-use super::{display_name, load_trace, print_json, write_svg};
+use super::{display_name, load_trace, print_json, write_figure};
 use crate::report::RbReport;
 use crate::table::{render, si};
 use crate::Outcome;
@@ -83,6 +83,8 @@ pub struct RbArgs {
     /// plot b vs r and α vs t to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
@@ -95,9 +97,9 @@ fn rb(a: RbArgs) -> anyhow::Result<Outcome> {
         a.prune,
     )?;
     let unit = report.unit.as_str();
-    if let Some(svg) = &a.svg {
-        write_svg(svg, &rb_figure(&report, &exact, a.prune.is_some()))?;
-    }
+    write_figure(a.svg.as_deref(), a.data.as_deref(), || {
+        rb_figure(&report, &exact, a.prune.is_some())
+    })?;
     if a.stage.json {
         print_json(&report)?;
     } else {

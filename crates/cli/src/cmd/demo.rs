@@ -1,7 +1,7 @@
 //! `tailbound demo`: the pipeline on the embedded synthetic tenant set, no files needed
 //! (`tailbound_experiments::demo` runs it; this prints its report and draws its figure).
 
-use super::{print_json, write_svg};
+use super::{print_json, write_figure};
 use crate::table::{bound_cell, render, si, slo_cell};
 use crate::Outcome;
 use clap::Args;
@@ -18,6 +18,8 @@ pub struct DemoArgs {
     /// plot every flow's r-b curve to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
     /// print the embedded scenario file and exit
     #[arg(long)]
     pub print_scenario: bool,
@@ -29,9 +31,7 @@ pub fn run(a: DemoArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     let report = tailbound_experiments::demo::run()?;
-    if let Some(svg) = &a.svg {
-        write_svg(svg, &figure(&report))?;
-    }
+    write_figure(a.svg.as_deref(), a.data.as_deref(), || figure(&report))?;
     if a.json {
         print_json(&report)?;
     } else {

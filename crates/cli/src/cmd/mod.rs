@@ -20,6 +20,7 @@ pub mod experiment_vdc;
 pub mod graph;
 pub mod place;
 pub mod probe;
+pub mod schema;
 pub mod serve;
 pub mod simulate;
 pub mod tenant;
@@ -28,7 +29,6 @@ pub mod trace;
 pub mod vdc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tailbound_plot::Figure;
@@ -67,11 +67,28 @@ pub fn read_input(path: &Path, what: &str) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Writes a figure as SVG to `path`, whole or not at all.
-pub fn write_svg(path: &Path, figure: &Figure) -> anyhow::Result<()> {
-    let svg = figure.to_svg()?;
-    crate::output::write_text(path, &svg)
+/// Writes a figure as SVG to `svg` and its data as CSV to `data` (each when given, whole or
+/// not at all); the figure is built only when one of them is.
+pub fn write_figure(
+    svg: Option<&Path>,
+    data: Option<&Path>,
+    figure: impl FnOnce() -> Figure,
+) -> anyhow::Result<()> {
+    if svg.is_none() && data.is_none() {
+        return Ok(());
+    }
+    let figure = figure();
+    if let Some(path) = svg {
+        crate::output::write_text(path, &figure.to_svg()?)?;
+    }
+    if let Some(path) = data {
+        crate::output::write_text(path, &figure.to_csv())?;
+    }
+    Ok(())
 }
+
+/// The help of every `--data` flag.
+pub const DATA_HELP: &str = "write the data of the --svg figure to this CSV file (one row per point: chart,series,x,y,x_axis,y_axis; the axes name their units); works without --svg";
 
 /// Where an experiment's result goes (every `tailbound experiment` takes these).
 #[derive(Debug, clap::Args)]
@@ -85,23 +102,23 @@ pub struct ExperimentOutput {
     /// draw the experiment's figure to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 impl ExperimentOutput {
-    /// Writes `--out` and `--svg` (the figure is drawn only then), and prints the JSON with
-    /// `--json`, otherwise `text`.
+    /// Writes `--out`, `--svg` and `--data` (the figure is built only then), and prints the
+    /// JSON with `--json`, otherwise `text`.
     pub fn emit(
         &self,
-        value: &impl Serialize,
+        value: &impl crate::output::JsonOutput,
         figure: impl FnOnce() -> Figure,
         text: impl FnOnce() -> String,
     ) -> anyhow::Result<()> {
         if let Some(path) = &self.out {
             crate::output::write_json(path, value)?;
         }
-        if let Some(path) = &self.svg {
-            write_svg(path, &figure())?;
-        }
+        write_figure(self.svg.as_deref(), self.data.as_deref(), figure)?;
         if self.json {
             print_json(value)
         } else {

@@ -1,13 +1,13 @@
 //! `tailbound probe ...`: RTT distributions of TCP and UDP request-response exchanges (the
 //! tail-latency study). Parsing and printing only; the probe lives in `tailbound_dataplane`.
 
-use super::{print_json, progress, write_svg};
+use super::{print_json, progress, write_figure};
 use crate::table::render;
 use crate::Outcome;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,6 +72,16 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     Ok(t)
 }
 
+fn parse_time(s: &str) -> Result<f64, String> {
+    let t = parse_duration_s(s).map_err(|e| e.to_string())?;
+    if !(t > 0.0 && t <= probe::MAX_TIME_S) {
+        return Err(format!(
+            "invalid time {s:?}; use a positive duration of at most 1d (e.g. 30s)"
+        ));
+    }
+    Ok(t)
+}
+
 fn parse_rate_per_s(s: &str) -> Result<f64, String> {
     let r: f64 = s
         .trim()
@@ -121,6 +131,11 @@ pub struct ClientOpts {
     /// TCP: give up when a reply takes longer; UDP: count it lost
     #[arg(long, default_value = "2s", value_parser = parse_timeout)]
     pub timeout: f64,
+    /// stop each configuration after this long even if --count is not reached (warm-up
+    /// included; at most 1d): closed loop, no exchange starts after it; open loop, only the
+    /// requests due within it are sent
+    #[arg(long, value_name = "DURATION", value_parser = parse_time)]
+    pub time: Option<f64>,
     /// pin the client's pair threads to these CPUs (pair i on the i-th, round robin)
     #[arg(long, value_name = "CPUS", value_delimiter = ',')]
     pub pin_client: Vec<usize>,
@@ -170,6 +185,7 @@ impl ExchangeArgs {
             count: self.count,
             warmup: self.warmup,
             load: self.client.load(),
+            time_s: self.client.time,
         }
     }
 }
@@ -220,6 +236,13 @@ pub struct OutputArgs {
     /// also plot the RTT distributions to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// also write the RTT histogram as an HdrHistogram percentile distribution (.hgrm, values
+    /// in µs) to this file; several configurations write FILE's name plus -<configuration>
+    /// each (run-tcp-1KiB-x1-blocking.hgrm)
+    #[arg(long, value_name = "FILE")]
+    pub hgrm: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -395,6 +418,7 @@ fn sweep(a: SweepArgs) -> anyhow::Result<Outcome> {
         count: a.count,
         warmup: a.warmup,
         load: a.client.load(),
+        time_s: a.client.time,
     };
     let (specs, _) = plan.expand()?;
     let opts = run_options(&a.client, &a.hosts);
@@ -453,7 +477,7 @@ fn output_results(results: &[ProbeResult], out: &OutputArgs) -> anyhow::Result<O
     write_files(results, out, None)?;
     match results {
         [one] if out.json => print_json(one)?,
-        _ if out.json => print_json(&results)?,
+        _ if out.json => print_json(&crate::output::Items { items: results })?,
         _ => crate::output::print(&table(results))?,
     }
     Ok(Outcome::Ok)
@@ -467,14 +491,56 @@ fn write_files(
     if let Some(path) = &out.csv {
         crate::output::write_text(path, &csv(results))?;
     }
-    if let Some(path) = &out.svg {
-        let figure = match sweep {
-            Some(report) => sweep_figure(report),
-            None => cdf_figure(results),
+    if let Some(path) = &out.hgrm {
+        write_hgrm(path, results)?;
+    }
+    write_figure(out.svg.as_deref(), out.data.as_deref(), || match sweep {
+        Some(report) => sweep_figure(report),
+        None => cdf_figure(results),
+    })?;
+    Ok(())
+}
+
+/// Writes each result's histogram in HdrHistogram's percentile distribution format: one
+/// result to `path`, several to `path`'s name plus `-<configuration>` each.
+fn write_hgrm(path: &Path, results: &[ProbeResult]) -> anyhow::Result<()> {
+    use tailbound_dataplane::probe::stats;
+    for r in results {
+        let Some(h) = &r.histogram else { continue };
+        let text = stats::percentile_distribution(
+            h,
+            stats::HGRM_TICKS_PER_HALF_DISTANCE,
+            stats::HGRM_UNIT_RATIO,
+        );
+        let file = match results {
+            [_] => path.to_path_buf(),
+            _ => hgrm_name(path, &r.spec),
         };
-        write_svg(path, &figure)?;
+        crate::output::write_text(&file, &text)?;
     }
     Ok(())
+}
+
+/// `out.hgrm` for `tcp 1KiB x2 blocking` → `out-tcp-1KiB-x2-blocking.hgrm` (open loop adds
+/// `-<rate>per_s`).
+fn hgrm_name(path: &Path, spec: &ProbeSpec) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "probe".into(), |s| s.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map_or_else(|| "hgrm".into(), |e| e.to_string_lossy().into_owned());
+    let mut name = format!(
+        "{stem}-{}-{}-x{}-{}",
+        spec.protocol,
+        size_label(spec.size_bytes),
+        spec.pairs,
+        spec.io
+    );
+    if let Load::OpenLoop { rate_per_s } = spec.load {
+        name.push_str(&format!("-{rate_per_s}per_s"));
+    }
+    path.with_file_name(format!("{name}.{ext}"))
 }
 
 fn us(v: f64) -> String {
@@ -500,6 +566,7 @@ pub fn table(results: &[ProbeResult]) -> String {
                 us(q.p99_us),
                 us(q.p99_9_us),
                 us(q.p99_99_us),
+                us(q.p99_999_us),
                 us(q.max_us),
                 format!("{:.1}", q.max_over_median),
             ]
@@ -520,6 +587,7 @@ pub fn table(results: &[ProbeResult]) -> String {
                 "p99",
                 "p99.9",
                 "p99.99",
+                "p99.999",
                 "max",
                 "max/p50"
             ],
@@ -542,7 +610,7 @@ fn setup_label(s: &Setup) -> String {
 /// One CSV row per configuration.
 pub fn csv(results: &[ProbeResult]) -> String {
     let mut out = String::from(
-        "protocol,io,size_bytes,pairs,load,rate_per_s,setup,count,lost,min_us,mean_us,p50_us,p90_us,p99_us,p99_9_us,p99_99_us,max_us,max_over_median,exchanges_per_s\n",
+        "protocol,io,size_bytes,pairs,load,rate_per_s,setup,count,lost,min_us,mean_us,p50_us,p90_us,p99_us,p99_9_us,p99_99_us,p99_999_us,max_us,max_over_median,exchanges_per_s\n",
     );
     for r in results {
         let q = &r.rtt;
@@ -551,7 +619,7 @@ pub fn csv(results: &[ProbeResult]) -> String {
             Load::OpenLoop { rate_per_s } => ("open-loop", rate_per_s.to_string()),
         };
         out.push_str(&format!(
-            "{},{},{},{},{load},{rate},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{load},{rate},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             r.spec.protocol,
             r.spec.io,
             r.spec.size_bytes,
@@ -566,6 +634,7 @@ pub fn csv(results: &[ProbeResult]) -> String {
             q.p99_us,
             q.p99_9_us,
             q.p99_99_us,
+            q.p99_999_us,
             q.max_us,
             q.max_over_median,
             r.exchanges_per_s

@@ -2,7 +2,7 @@
 //! trace through the scenario's queues and check each tenant's windowed SLO percentile;
 //! `tailbound opt SCENARIO`: the largest n whose first n tenants all meet their SLOs.
 
-use super::{display_name, print_json, progress, write_svg};
+use super::{display_name, print_json, progress, write_figure};
 use crate::report::{OptProbe, OptReport, SimReport};
 use crate::table::{render, slo_cell};
 use crate::Outcome;
@@ -72,6 +72,8 @@ pub struct SimulateArgs {
     /// write latency CCDFs and windowed SLO percentiles per tenant as SVG
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -140,9 +142,9 @@ pub fn run_simulate(a: SimulateArgs) -> anyhow::Result<Outcome> {
     } else {
         crate::output::print(&table(&report))?;
     }
-    if let Some(path) = &a.svg {
-        write_svg(path, &figure(&report, &result))?;
-    }
+    write_figure(a.svg.as_deref(), a.data.as_deref(), || {
+        figure(&report, &result)
+    })?;
     Ok(if report.all_meet_slo() {
         Outcome::Ok
     } else {

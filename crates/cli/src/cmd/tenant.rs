@@ -228,7 +228,7 @@ fn ls(a: LsArgs) -> anyhow::Result<Outcome> {
     let c = client(&a.conn)?;
     let list: Vec<TenantView> = call(&c, Method::GET, "/v1/tenants", None)?;
     if a.conn.json {
-        output::print_json(&list)?;
+        output::print_json(&output::Items { items: &list })?;
         return Ok(Outcome::Ok);
     }
     let rows: Vec<Vec<String>> = list

@@ -3,7 +3,7 @@
 //! bound; or a testbed left up for other tools, and taken down.
 
 use super::simulate::read_decisions;
-use super::{display_name, print_json, write_svg};
+use super::{display_name, print_json, write_figure};
 use crate::table::{bound_cell, render, slo_cell};
 use crate::Outcome;
 use anyhow::Context;
@@ -92,6 +92,8 @@ pub struct RunArgs {
     /// draw testbed vs simulator vs bound per tenant as SVG
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -220,9 +222,7 @@ fn run_run(a: RunArgs) -> anyhow::Result<Outcome> {
     } else {
         crate::output::print(&table(&report))?;
     }
-    if let Some(path) = &a.svg {
-        write_svg(path, &figure(&report))?;
-    }
+    write_figure(a.svg.as_deref(), a.data.as_deref(), || figure(&report))?;
     Ok(if report.violated == 0 {
         Outcome::Ok
     } else {

@@ -1,6 +1,6 @@
 //! `tailbound trace ...`: statistics, splitting and synthetic generation of traces.
 
-use super::{display_name, load_trace, print_json, progress, write_svg};
+use super::{display_name, load_trace, print_json, progress, write_figure};
 use crate::args;
 use crate::report::{GenReport, SplitPart, SplitReport, TraceStatsReport};
 use crate::table::{render, si};
@@ -48,13 +48,16 @@ pub struct StatsArgs {
     /// traces)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", help = super::DATA_HELP)]
+    pub data: Option<PathBuf>,
 }
 
 fn stats(a: StatsArgs) -> anyhow::Result<Outcome> {
     let bar = progress(a.files.len() as u64, a.json, "reading");
-    if a.svg.is_some() && a.files.len() > MAX_PLOTTED_TRACES {
+    let plotted = a.svg.is_some() || a.data.is_some();
+    if plotted && a.files.len() > MAX_PLOTTED_TRACES {
         bail!(
-            "--svg plots one line per trace; give at most {MAX_PLOTTED_TRACES} traces with it \
+            "--svg and --data plot one line per trace; give at most {MAX_PLOTTED_TRACES} traces with it \
              (got {})",
             a.files.len()
         );
@@ -64,7 +67,7 @@ fn stats(a: StatsArgs) -> anyhow::Result<Outcome> {
     for path in &a.files {
         bar.set_message(display_name(path));
         let trace = load_trace(path)?;
-        if a.svg.is_some() {
+        if plotted {
             let pts = rate_series(&trace, 1.0)?
                 .into_iter()
                 .map(|p| (p.start_s, p.requests_per_s))
@@ -75,15 +78,15 @@ fn stats(a: StatsArgs) -> anyhow::Result<Outcome> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if let Some(svg) = &a.svg {
+    write_figure(a.svg.as_deref(), a.data.as_deref(), || {
         let mut chart = Chart::new("request rate over time (1 s windows)")
             .x_label("time [s]")
             .y_label("requests/s");
         for s in series {
             chart = chart.series(s);
         }
-        write_svg(svg, &Figure::new(vec![chart]))?;
-    }
+        Figure::new(vec![chart])
+    })?;
     let report = TraceStatsReport { traces: entries };
     if a.json {
         print_json(&report)?;

@@ -15,6 +15,7 @@ mod errors;
 mod experiment;
 mod graph;
 mod memory;
+mod outputs;
 mod place;
 mod probe;
 mod serve;

@@ -248,7 +248,10 @@ fn tenant_add_rm_ls_talk_to_the_service() {
         "--json",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let list: Vec<TenantView> = serde_json::from_slice(&out.stdout).unwrap();
+    // a list prints as {"format", "tool", "items": [...]}
+    let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["format"], "tailbound.tenant-list/1");
+    let list: Vec<TenantView> = serde_json::from_value(page["items"].clone()).unwrap();
     assert_eq!(
         list.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
         ["a", "b"]

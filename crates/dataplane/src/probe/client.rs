@@ -64,11 +64,21 @@ struct Job {
     protocol: Protocol,
     server: SocketAddr,
     tos: Option<u8>,
+    /// closed loop: no exchange starts this long after the pair's start (`--time`)
+    time: Option<Duration>,
 }
 
 impl Job {
     fn total(&self) -> u64 {
         self.count + self.warmup
+    }
+    /// When a closed-loop pair that started at `start` stops starting exchanges.
+    fn end(&self, start: Instant) -> Option<Instant> {
+        self.time.map(|t| start + t)
+    }
+    /// Measured exchanges among the first `done` (the warm-up ones are not).
+    fn measured(&self, done: u64) -> u64 {
+        done.saturating_sub(self.warmup)
     }
     fn io_err(&self, source: std::io::Error) -> ProbeError {
         if matches!(source.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
@@ -169,6 +179,7 @@ pub fn run(
     ctl: &Arc<Control>,
 ) -> Result<ClientRun, ProbeError> {
     spec.validate()?;
+    let spec = &spec.within_time();
     pin::check(&cfg.cpus)?;
     if !(cfg.timeout_s.is_finite() && cfg.timeout_s > 0.0) {
         return Err(ProbeError::Timeout {
@@ -195,6 +206,11 @@ pub fn run(
                 protocol: spec.protocol,
                 server: cfg.server,
                 tos: cfg.tos,
+                time: match spec.load {
+                    Load::ClosedLoop => spec.time_s.map(Duration::from_secs_f64),
+                    // an open loop's time is already in its count (`within_time`)
+                    Load::OpenLoop { .. } => None,
+                },
             }
         })
         .collect();
@@ -374,7 +390,9 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
     let mut req = wire::message(job.size);
     let mut resp = vec![0u8; job.size.max(wire::HEADER_BYTES) + 1];
     let start = Instant::now();
+    let end = job.end(start);
     let mut run = PairRun::new(start);
+    let mut done = 0;
     match conn {
         Conn::Tcp(mut s) => {
             for seq in 0..job.total() {
@@ -383,6 +401,9 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                 }
                 wire::set_seq(&mut req, seq);
                 let t0 = Instant::now();
+                if end.is_some_and(|e| t0 >= e) {
+                    break;
+                }
                 s.write_all(&req).map_err(|e| job.io_err(e))?;
                 s.read_exact(&mut resp[..job.size])
                     .map_err(|e| with_seq(job.io_err(e), seq))?;
@@ -390,8 +411,8 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                 job.check_reply(seq, &resp)?;
                 run.record(job, seq, t0, t1);
                 ctl.tick();
+                done = seq + 1;
             }
-            run.sent = job.count;
         }
         Conn::Udp(s) => {
             for seq in 0..job.total() {
@@ -400,6 +421,9 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                 }
                 wire::set_seq(&mut req, seq);
                 let t0 = Instant::now();
+                if end.is_some_and(|e| t0 >= e) {
+                    break;
+                }
                 s.send(&req).map_err(|e| job.io_err(e))?;
                 loop {
                     match s.recv(&mut resp) {
@@ -420,10 +444,11 @@ fn closed_loop(job: &Job, conn: Conn, ctl: &Control) -> Result<PairRun, ProbeErr
                     }
                 }
                 ctl.tick();
+                done = seq + 1;
             }
-            run.sent = job.count;
         }
     }
+    run.sent = job.measured(done);
     Ok(run)
 }
 
@@ -681,13 +706,18 @@ async fn nb_tcp_closed(
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut req = wire::message(job.size);
     let mut resp = vec![0u8; job.size];
-    let mut run = PairRun::new(Instant::now());
+    let start = Instant::now();
+    let (end, mut done) = (job.end(start), 0);
+    let mut run = PairRun::new(start);
     for seq in 0..job.total() {
         if ctl.stopped() {
             return Err(ProbeError::Interrupted);
         }
         wire::set_seq(&mut req, seq);
         let t0 = Instant::now();
+        if end.is_some_and(|e| t0 >= e) {
+            break;
+        }
         s.write_all(&req).await.map_err(|e| job.io_err(e))?;
         match tokio::time::timeout(job.timeout, s.read_exact(&mut resp)).await {
             Ok(Ok(_)) => {}
@@ -698,8 +728,9 @@ async fn nb_tcp_closed(
         job.check_reply(seq, &resp)?;
         run.record(job, seq, t0, t1);
         ctl.tick();
+        done = seq + 1;
     }
-    run.sent = job.count;
+    run.sent = job.measured(done);
     Ok(run)
 }
 
@@ -710,13 +741,18 @@ async fn nb_udp_closed(
 ) -> Result<PairRun, ProbeError> {
     let mut req = wire::message(job.size);
     let mut resp = vec![0u8; job.size + 1];
-    let mut run = PairRun::new(Instant::now());
+    let start = Instant::now();
+    let (end, mut done) = (job.end(start), 0);
+    let mut run = PairRun::new(start);
     for seq in 0..job.total() {
         if ctl.stopped() {
             return Err(ProbeError::Interrupted);
         }
         wire::set_seq(&mut req, seq);
         let t0 = Instant::now();
+        if end.is_some_and(|e| t0 >= e) {
+            break;
+        }
         s.send(&req).await.map_err(|e| job.io_err(e))?;
         let deadline = tokio::time::Instant::from_std(t0 + job.timeout);
         loop {
@@ -735,8 +771,9 @@ async fn nb_udp_closed(
             }
         }
         ctl.tick();
+        done = seq + 1;
     }
-    run.sent = job.count;
+    run.sent = job.measured(done);
     Ok(run)
 }
 

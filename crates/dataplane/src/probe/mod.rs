@@ -40,6 +40,8 @@ pub const UDP_MAX_PAYLOAD: usize = 65_507;
 pub const MAX_PAIRS: usize = 64;
 /// Default number of measured exchanges per configuration (the study's 100K).
 pub const DEFAULT_COUNT: u64 = 100_000;
+/// Longest time limit of one configuration [s]: a day.
+pub const MAX_TIME_S: f64 = 86_400.0;
 
 /// Transport protocol of the exchanges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -142,9 +144,31 @@ pub struct ProbeSpec {
     /// exchanges before measuring, over all pairs (split evenly)
     pub warmup: u64,
     pub load: Load,
+    /// stop after this long even when `count` exchanges are not done [s] (warm-up included;
+    /// closed loop: no pair starts an exchange after it; open loop: the requests due within
+    /// it, see [`ProbeSpec::within_time`]); `None`: `count` alone ends the run
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_s: Option<f64>,
 }
 
 impl ProbeSpec {
+    /// The spec an open loop runs under a time limit: the requests due within `time_s` at
+    /// its rate (warm-up first, at least one measured request per pair); a closed loop, or
+    /// no limit, is unchanged.
+    pub fn within_time(&self) -> ProbeSpec {
+        let (Some(time_s), Load::OpenLoop { rate_per_s }) = (self.time_s, self.load) else {
+            return *self;
+        };
+        let due = (rate_per_s * time_s).floor().min(u64::MAX as f64) as u64;
+        let warmup = self.warmup.min(due);
+        let count = self.count.min(due - warmup).max(self.pairs as u64);
+        ProbeSpec {
+            count,
+            warmup,
+            ..*self
+        }
+    }
+
     /// Checks sizes, pairs, counts and rates; errors say what to use instead.
     pub fn validate(&self) -> Result<(), ProbeError> {
         validate_size(self.size_bytes as u64)?;
@@ -171,6 +195,11 @@ impl ProbeSpec {
                 return Err(ProbeError::Rate { rate_per_s });
             }
         }
+        if let Some(time_s) = self.time_s {
+            if !(time_s.is_finite() && time_s > 0.0 && time_s <= MAX_TIME_S) {
+                return Err(ProbeError::Time { time_s });
+            }
+        }
         Ok(())
     }
 
@@ -194,8 +223,9 @@ impl ProbeSpec {
             Load::ClosedLoop => String::new(),
             Load::OpenLoop { rate_per_s } => format!(" @{rate_per_s}/s"),
         };
+        let time = self.time_s.map_or(String::new(), |t| format!(" ≤{t}s"));
         format!(
-            "{} {} x{} {}{load}",
+            "{} {} x{} {}{load}{time}",
             self.protocol,
             size_label(self.size_bytes),
             self.pairs,
@@ -374,6 +404,10 @@ pub struct ProbeResult {
     pub exchanges_per_s: f64,
     /// the RTT distribution, fine in the tail
     pub cdf: Vec<CdfPoint>,
+    /// every measured RTT [ns] (for `.hgrm` files, [`stats::percentile_distribution`]); not
+    /// in the JSON
+    #[serde(skip)]
+    pub histogram: Option<hdrhistogram::Histogram<u64>>,
 }
 
 /// Runs one configuration: starts a server on the server host, the client pairs on the client
@@ -423,6 +457,12 @@ pub fn result_of(
     setup: Setup,
     run: client::ClientRun,
 ) -> Result<ProbeResult, ProbeError> {
+    if let (0, Some(time_s)) = (run.sent, spec.time_s) {
+        return Err(ProbeError::NothingMeasured {
+            time_s,
+            warmup: spec.warmup,
+        });
+    }
     let Some(rtt) = stats::summarize(&run.hist) else {
         return Err(ProbeError::AllLost {
             protocol: spec.protocol.name(),
@@ -434,6 +474,7 @@ pub fn result_of(
         spec: *spec,
         setup,
         cdf: stats::cdf(&run.hist),
+        histogram: Some(run.hist),
         rtt,
         sent: run.sent,
         lost: run.lost,
@@ -464,6 +505,9 @@ pub struct SweepPlan {
     /// warm-up exchanges per configuration
     pub warmup: u64,
     pub load: Load,
+    /// time limit per configuration [s] ([`ProbeSpec::time_s`])
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_s: Option<f64>,
 }
 
 /// A configuration the sweep left out, and why.
@@ -491,6 +535,7 @@ impl SweepPlan {
                             count: self.count,
                             warmup: self.warmup,
                             load: self.load,
+                            time_s: self.time_s,
                         };
                         match spec.validate() {
                             Ok(()) => run.push(spec),
@@ -559,7 +604,46 @@ mod tests {
             count: 10,
             warmup: 4,
             load: Load::ClosedLoop,
+            time_s: None,
         }
+    }
+
+    #[test]
+    fn an_open_loop_under_a_time_limit_sends_what_is_due_within_it() {
+        let open = ProbeSpec {
+            load: Load::OpenLoop { rate_per_s: 100.0 },
+            count: 1000,
+            warmup: 20,
+            time_s: Some(1.5),
+            ..spec()
+        };
+        // 150 requests are due in 1.5 s: 20 warm-up, 130 measured
+        let w = open.within_time();
+        assert_eq!((w.warmup, w.count), (20, 130));
+        // a limit longer than the count changes nothing; a closed loop is bounded while it runs
+        let long = ProbeSpec {
+            time_s: Some(60.0),
+            ..open
+        };
+        assert_eq!(long.within_time(), long);
+        let closed = ProbeSpec {
+            time_s: Some(0.1),
+            ..spec()
+        };
+        assert_eq!(closed.within_time(), closed);
+        // at least one measured request per pair
+        let short = ProbeSpec {
+            time_s: Some(0.01),
+            ..open
+        };
+        assert_eq!(short.within_time().count, 3);
+        let e = ProbeSpec {
+            time_s: Some(0.0),
+            ..spec()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("invalid time 0"), "{e}");
     }
 
     #[test]
@@ -633,6 +717,7 @@ mod tests {
             count: 10,
             warmup: 0,
             load: Load::ClosedLoop,
+            time_s: None,
         };
         let (run, skipped) = plan.expand().unwrap();
         assert_eq!(run.len(), 6);

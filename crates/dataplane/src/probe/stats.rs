@@ -1,5 +1,6 @@
 //! RTT distributions: an HdrHistogram of nanoseconds per pair (fixed size, no allocation while
-//! recording), merged per configuration and summarised as percentiles and a CDF.
+//! recording), merged per configuration and summarised as percentiles and a CDF, or written
+//! whole as HdrHistogram's percentile distribution ([`percentile_distribution`], `.hgrm`).
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,9 @@ pub struct RttStats {
     pub p99_9_us: f64,
     /// 99.99th percentile [µs]
     pub p99_99_us: f64,
+    /// 99.999th percentile [µs] (needs 100K exchanges or more to differ from the maximum)
+    #[serde(default)]
+    pub p99_999_us: f64,
     /// [µs]
     pub max_us: f64,
     /// max / median: the study's measure of how extreme the tail is
@@ -66,6 +70,7 @@ pub fn summarize(h: &Histogram<u64>) -> Option<RttStats> {
         p99_us: us(h.value_at_quantile(0.99)),
         p99_9_us: us(h.value_at_quantile(0.999)),
         p99_99_us: us(h.value_at_quantile(0.9999)),
+        p99_999_us: us(h.value_at_quantile(0.99999)),
         max_us: max,
         max_over_median: if p50 > 0.0 { max / p50 } else { 0.0 },
     })
@@ -96,6 +101,80 @@ pub fn cdf(h: &Histogram<u64>) -> Vec<CdfPoint> {
     out
 }
 
+/// Values in `.hgrm` files are microseconds: the histogram's nanoseconds divided by this.
+pub const HGRM_UNIT_RATIO: f64 = 1e3;
+/// Percentile ticks per half distance to 100% in `.hgrm` files (HistogramLogProcessor's 5).
+pub const HGRM_TICKS_PER_HALF_DISTANCE: u32 = 5;
+
+/// The histogram in HdrHistogram's percentile distribution format (`.hgrm`, what
+/// `Histogram.outputPercentileDistribution` prints and HdrHistogram's plotter and
+/// HistogramLogProcessor read): a header, then one line per percentile tick
+/// (`Value Percentile TotalCount 1/(1-Percentile)`, the last line, at percentile 1, without
+/// the last column), then the mean, standard deviation, maximum, count and the histogram's
+/// bucket layout. Values are divided by `unit_ratio` (see [`HGRM_UNIT_RATIO`]) and printed
+/// with as many decimals as the histogram has significant digits.
+pub fn percentile_distribution(
+    h: &Histogram<u64>,
+    ticks_per_half_distance: u32,
+    unit_ratio: f64,
+) -> String {
+    use std::fmt::Write as _;
+    let digits = usize::from(h.sigfig());
+    let mut out = format!(
+        "{:>12} {:>14} {:>10} {:>14}\n\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    if !h.is_empty() {
+        let mut total = 0u64;
+        for v in h.iter_quantiles(ticks_per_half_distance.max(1)) {
+            total += v.count_since_last_iteration();
+            let value = v.value_iterated_to() as f64 / unit_ratio;
+            let q = v.quantile_iterated_to();
+            if q < 1.0 {
+                let _ = writeln!(
+                    out,
+                    "{value:12.digits$} {q:2.12} {total:10} {:14.2}",
+                    1.0 / (1.0 - q)
+                );
+            } else {
+                let _ = writeln!(out, "{value:12.digits$} {q:2.12} {total:10}");
+            }
+        }
+    }
+    let (mean, stdev, max) = if h.is_empty() {
+        (0.0, 0.0, 0.0)
+    } else {
+        (h.mean(), h.stdev(), h.max() as f64)
+    };
+    let _ = writeln!(
+        out,
+        "#[Mean    = {:12.digits$}, StdDeviation   = {:12.digits$}]",
+        mean / unit_ratio,
+        stdev / unit_ratio
+    );
+    let _ = writeln!(
+        out,
+        "#[Max     = {:12.digits$}, Total count    = {:12}]",
+        max / unit_ratio,
+        h.len()
+    );
+    let _ = writeln!(
+        out,
+        "#[Buckets = {:12}, SubBuckets     = {:12}]",
+        h.buckets(),
+        sub_buckets(h.sigfig())
+    );
+    out
+}
+
+/// HdrHistogram's sub-bucket count for `sigfig` significant digits: the power of two that
+/// holds 2·10^sigfig values at unit resolution (2048 for 3 digits).
+fn sub_buckets(sigfig: u8) -> u64 {
+    let single_unit = 2.0 * 10f64.powi(i32::from(sigfig));
+    let magnitude = single_unit.log2().ceil() as u32;
+    1u64 << magnitude.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +200,30 @@ mod tests {
         assert!(c.windows(2).all(|w| w[0].fraction <= w[1].fraction));
         assert_eq!(c.last().unwrap().fraction, 1.0);
         assert!(summarize(&new_histogram()).is_none());
+    }
+
+    /// The `.hgrm` text matches HdrHistogram's format exactly: header, tick lines, footer.
+    #[test]
+    fn percentile_distribution_is_hdrhistograms_format() {
+        let mut h = new_histogram();
+        for v in 1..=4u64 {
+            h.saturating_record(v * 1000); // 1, 2, 3, 4 µs
+        }
+        // values are the highest of their bucket (2 ns wide above 2048 ns), as HdrHistogram
+        // reports them
+        let text = percentile_distribution(&h, 1, HGRM_UNIT_RATIO);
+        let expected = "       Value     Percentile TotalCount 1/(1-Percentile)\n\n\
+            \x20      1.000 0.000000000000          1           1.00\n\
+            \x20      2.000 0.500000000000          2           2.00\n\
+            \x20      3.001 0.750000000000          3           4.00\n\
+            \x20      4.001 0.875000000000          4           8.00\n\
+            \x20      4.001 1.000000000000          4\n\
+            #[Mean    =        2.501, StdDeviation   =        1.118]\n\
+            #[Max     =        4.001, Total count    =            4]\n\
+            #[Buckets =           26, SubBuckets     =         2048]\n";
+        assert_eq!(text, expected);
+        let empty = percentile_distribution(&new_histogram(), 5, HGRM_UNIT_RATIO);
+        assert!(empty.contains("Total count    =            0"), "{empty}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ fn spec(protocol: Protocol, io: IoMode, load: Load) -> ProbeSpec {
         count: 300,
         warmup: 20,
         load,
+        time_s: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn exchanges_cross_two_namespaces_with_bridge_and_shaping_and_leave_nothing_behi
                 count: 200,
                 warmup: 10,
                 load: Load::ClosedLoop,
+                time_s: None,
             };
             let ctl = Arc::new(Control::new());
             let r = run_probe(&s, &hosts, &RunOptions::default(), &ctl)
