@@ -18,8 +18,9 @@ METHODS = ["snc-meister", "snc-hop", "snc-conv", "dnc", "snc-martingale"]
 
 def same(py, cli, path="", ignore=()):
     """Asserts `py` equals `cli` (floats to 1e-12 relative: the same code on the same input,
-    only the process differs). The CLI's records may carry version fields the bindings do
-    not; every other key must match."""
+    only the process differs). The CLI's JSON opens with its format and the tool's version
+    (`format`, `tool`), which the bindings' plain records do not carry; every other key must
+    match."""
     if isinstance(py, dict):
         assert isinstance(cli, dict), f"{path}: {cli!r} is not an object"
         for key in py:
@@ -27,7 +28,7 @@ def same(py, cli, path="", ignore=()):
                 continue
             assert key in cli, f"{path}.{key} missing from the CLI's record"
             same(py[key], cli[key], f"{path}.{key}", ignore)
-        extra = [k for k in cli if k not in py and "version" not in k]
+        extra = [k for k in cli if k not in py and k not in ("format", "tool")]
         assert not extra, f"{path}: the CLI's record has {extra} the bindings lack"
     elif isinstance(py, list):
         assert isinstance(cli, list) and len(py) == len(cli), f"{path}: {py!r} != {cli!r}"
