@@ -60,10 +60,11 @@ impl Mra for Mechanism {
 }
 
 /// The post-check behind [`Mra::allocate`]'s promise: every fraction in `[0, 1]` (no flow
-/// above its demand) and no resource above its capacity. H-DRF's incremental sums can leave a
-/// resource a few parts in 10⁵ over capacity when weights and demands span many orders of
-/// magnitude; each flow is then scaled by the least `capacity / use` over its path, which
-/// restores `Σ ≤ C` and leaves those resources saturated. A no-op otherwise.
+/// above its demand) and no resource above its capacity. The mechanisms keep both already (H-DRF
+/// keeps its water level as a double-double, so it is exact even when weights and demands span
+/// many orders of magnitude); this is the guard behind the promise, for rounding in the last
+/// bits: a resource over capacity has every flow crossing it scaled by the least
+/// `capacity / use` over its path, which restores `Σ ≤ C`. A no-op otherwise.
 fn within_limits(p: &Problem, mut a: Allocation) -> Allocation {
     for x in &mut a.fraction {
         *x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };

@@ -865,75 +865,45 @@ async fn reply_task(
         reader.reset(shape);
         sizes.clear();
         let mut pending = Some(ticket);
-        loop {
-            let chunk = match reader.next_chunk(&buf) {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(error = %e, "malformed reply from the backend");
-                    let msg = format!("SERVER_ERROR malformed reply from the backend: {e}");
-                    break 'run fail(
-                        &shared,
-                        &mut cw,
-                        &mut out,
-                        &mut rx,
-                        pending.take(),
-                        &msg,
-                        ct,
-                    )
-                    .await;
-                }
-            };
-            let Some(c) = chunk else {
-                // the client gets what is ready while the backend works
-                if !out.is_empty() {
-                    if let Err(e) = write_client(&mut cw, &mut out, ct).await {
-                        break 'run Err(e);
+        'reply: loop {
+            // a chunk of the reply, or why the backend failed it
+            let c = 'chunk: {
+                let failure = match reader.next_chunk(&buf) {
+                    Ok(Some(c)) => break 'chunk c,
+                    Ok(None) => {
+                        // the client gets what is ready while the backend works
+                        if !out.is_empty() {
+                            if let Err(e) = write_client(&mut cw, &mut out, ct).await {
+                                break 'run Err(e);
+                            }
+                        }
+                        if buf.capacity() - buf.len() < 16 * 1024 {
+                            buf.reserve(64 * 1024);
+                        }
+                        match tokio::time::timeout(bt, br.read_buf(&mut buf)).await {
+                            Ok(Ok(n)) if n > 0 => continue 'reply,
+                            Ok(Ok(_)) => "SERVER_ERROR backend connection lost".to_string(),
+                            Ok(Err(e)) => format!("SERVER_ERROR backend connection lost: {e}"),
+                            Err(_) => {
+                                format!("SERVER_ERROR backend timeout: no reply within {bt:?}")
+                            }
+                        }
                     }
-                }
-                if buf.capacity() - buf.len() < 16 * 1024 {
-                    buf.reserve(64 * 1024);
-                }
-                match tokio::time::timeout(bt, br.read_buf(&mut buf)).await {
-                    Ok(Ok(n)) if n > 0 => continue,
-                    Ok(Ok(_)) => {
-                        break 'run fail(
-                            &shared,
-                            &mut cw,
-                            &mut out,
-                            &mut rx,
-                            pending.take(),
-                            "SERVER_ERROR backend connection lost",
-                            ct,
-                        )
-                        .await;
+                    Err(e) => {
+                        tracing::warn!(error = %e, "malformed reply from the backend");
+                        format!("SERVER_ERROR malformed reply from the backend: {e}")
                     }
-                    Ok(Err(e)) => {
-                        let msg = format!("SERVER_ERROR backend connection lost: {e}");
-                        break 'run fail(
-                            &shared,
-                            &mut cw,
-                            &mut out,
-                            &mut rx,
-                            pending.take(),
-                            &msg,
-                            ct,
-                        )
-                        .await;
-                    }
-                    Err(_) => {
-                        let msg = format!("SERVER_ERROR backend timeout: no reply within {bt:?}");
-                        break 'run fail(
-                            &shared,
-                            &mut cw,
-                            &mut out,
-                            &mut rx,
-                            pending.take(),
-                            &msg,
-                            ct,
-                        )
-                        .await;
-                    }
-                }
+                };
+                break 'run fail(
+                    &shared,
+                    &mut cw,
+                    &mut out,
+                    &mut rx,
+                    pending.take(),
+                    &failure,
+                    ct,
+                )
+                .await;
             };
             // a value read: every item of a retrieval, the `VA` of an `mg`
             let value = (shape == ReplyShape::Retrieval && !c.done && !c.error)

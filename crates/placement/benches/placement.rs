@@ -5,7 +5,7 @@
 //! {100, 150, 250, 500, 1000} ms at p99.9, characterized on their first halves with a 10%
 //! safety margin; those that do not fit alone under the LP are left out (as §5.1 does).
 //! Characterization happens once, outside the timed part. `PLACEMENT_BENCH_WORKLOADS`
-//! overrides the count (default 1000).
+//! overrides the count (default 1000; 20 when run as a test, without `--bench`).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::Duration;
@@ -59,10 +59,13 @@ fn place(ws: &[Workload], policy: Policy) -> usize {
 }
 
 fn benches(c: &mut Criterion) {
+    // `cargo test --all-targets` runs this without `--bench`, in a debug build: a smoke round at
+    // 20 workloads (the bench still works), not minutes of LPs in the test suite.
+    let full = std::env::args().any(|a| a == "--bench");
     let n: usize = std::env::var("PLACEMENT_BENCH_WORKLOADS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
+        .unwrap_or(if full { 1000 } else { 20 });
     let ws = workloads(n);
     let ff = place(&ws, Policy::Compactor);
     let fff = place(&ws, Policy::CompactorFff);

@@ -248,6 +248,9 @@ pub enum Models {
     /// an MMPP and the arrival curve of every flow (what the calculus and the policies need)
     #[default]
     Fitted,
+    /// the MMPP of every flow only: what the SNC analyses read (the exact arrival curve, which
+    /// only DNC reads, costs more than the fit)
+    Mmpp,
     /// none: the network, the sources and the work functions only, for a replay, which
     /// needs the requests and not their models (so that a fit it does not use cannot fail it)
     None,

@@ -286,7 +286,7 @@ fn newton_step(g: &[f64], n: usize, x: f64) -> Option<f64> {
         let step = det / d1;
         return (step.is_finite() && step >= 0.0).then_some(step);
     }
-    let mut buf = [0.0f64; 25];
+    let mut buf = [0.0f64; 256];
     let mut heap;
     let b: &mut [f64] = if n * n <= buf.len() {
         &mut buf[..n * n]
@@ -321,7 +321,7 @@ fn newton_step(g: &[f64], n: usize, x: f64) -> Option<f64> {
     }
     // tr(B⁻¹) = Σ_i (B⁻¹ e_i)_i
     let mut trace = 0.0;
-    let mut y = [0.0f64; 5];
+    let mut y = [0.0f64; 16];
     let mut yh;
     let y: &mut [f64] = if n <= y.len() {
         &mut y[..n]
@@ -330,11 +330,11 @@ fn newton_step(g: &[f64], n: usize, x: f64) -> Option<f64> {
         &mut yh
     };
     for col in 0..n {
-        // forward: L z = e_col
-        for i in 0..n {
+        // forward: L z = e_col; z is 0 above col (L is unit lower triangular)
+        for i in col..n {
             let mut s = if i == col { 1.0 } else { 0.0 };
-            for (k, yk) in y.iter().enumerate().take(i) {
-                s -= b[i * n + k] * yk;
+            for k in col..i {
+                s -= b[i * n + k] * y[k];
             }
             y[i] = s;
         }

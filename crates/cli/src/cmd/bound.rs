@@ -48,9 +48,13 @@ pub struct BoundArgs {
 pub fn run(a: BoundArgs) -> anyhow::Result<Outcome> {
     let part = super::characterized_part(&a.scenario, a.characterize)
         .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
-    let scenario =
-        tailbound_scenario::load_part(&a.scenario, tailbound_scenario::Models::Fitted, part)
-            .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
+    // the SNC analyses read MMPPs only; DNC reads arrival curves only but the fit is cheap
+    let models = match a.method {
+        Method::Dnc => tailbound_scenario::Models::Fitted,
+        _ => tailbound_scenario::Models::Mmpp,
+    };
+    let scenario = tailbound_scenario::load_part(&a.scenario, models, part)
+        .with_context(|| format!("cannot load scenario {}", a.scenario.display()))?;
     let opts = BoundOptions {
         theta: a.theta,
         percentile: a.percentile,

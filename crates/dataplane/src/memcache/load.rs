@@ -142,6 +142,11 @@ pub struct LoadResult {
 struct Rng(u64);
 
 impl Rng {
+    /// Connection `conn`'s own stream of the run's seed.
+    fn for_connection(seed: u64, conn: usize) -> Rng {
+        Rng(seed ^ (conn as u64).wrapping_mul(0x2545_F491_4F6C_DD1D))
+    }
+
     fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -350,15 +355,10 @@ struct Marks {
     budget: u64,
 }
 
-fn closed_loop(
-    spec: &LoadSpec,
-    reqs: &Requests,
-    conn: usize,
-    depth: u32,
-    marks: Marks,
-) -> Result<Tally, MemcacheError> {
-    let mut s = connect(spec)?;
-    let mut replies = Replies {
+/// A connection to the server: the writing half and its replies.
+fn open_connection(spec: &LoadSpec) -> Result<(TcpStream, Replies), MemcacheError> {
+    let s = connect(spec)?;
+    let replies = Replies {
         stream: s
             .try_clone()
             .map_err(|e| io_err(spec.addr, spec.timeout_s, e))?,
@@ -367,7 +367,18 @@ fn closed_loop(
         addr: spec.addr,
         timeout_s: spec.timeout_s,
     };
-    let mut rng = Rng(spec.seed ^ (conn as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    Ok((s, replies))
+}
+
+fn closed_loop(
+    spec: &LoadSpec,
+    reqs: &Requests,
+    conn: usize,
+    depth: u32,
+    marks: Marks,
+) -> Result<Tally, MemcacheError> {
+    let (mut s, mut replies) = open_connection(spec)?;
+    let mut rng = Rng::for_connection(spec.seed, conn);
     let mut tally = Tally::new();
     let mut inflight = std::collections::VecDeque::new();
     let mut sent = 0u64;
@@ -398,18 +409,9 @@ fn open_loop(
     rate_per_s: f64,
     marks: Marks,
 ) -> Result<Tally, MemcacheError> {
-    let mut s = connect(spec)?;
-    let mut replies = Replies {
-        stream: s
-            .try_clone()
-            .map_err(|e| io_err(spec.addr, spec.timeout_s, e))?,
-        buf: Vec::with_capacity(128 * 1024),
-        start: 0,
-        addr: spec.addr,
-        timeout_s: spec.timeout_s,
-    };
+    let (mut s, mut replies) = open_connection(spec)?;
     let (tx, rx) = mpsc::sync_channel::<(Instant, ReplyShape, bool)>(1 << 16);
-    let mut rng = Rng(spec.seed ^ (conn as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let mut rng = Rng::for_connection(spec.seed, conn);
     std::thread::scope(|scope| {
         let receiver = scope.spawn(move || -> Result<Tally, MemcacheError> {
             let mut tally = Tally::new();

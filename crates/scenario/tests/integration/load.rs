@@ -1,6 +1,6 @@
 //! `load` tells the formats apart.
 
-use tailbound_scenario::{detect, load, FileKind, TenantSource};
+use tailbound_scenario::{detect, load, FileKind, Models, TenantSource};
 
 #[test]
 fn dispatches_every_format() {
@@ -63,4 +63,18 @@ fn unknown_formats_are_clear_errors() {
         .unwrap_err()
         .to_string();
     crate::assert_mentions(&msg, &["missing.toml", "cannot read"]);
+}
+
+/// `Models::Mmpp` fits what `Models::Fitted` fits, and leaves the arrival curves out.
+#[test]
+fn mmpp_models_are_the_fitted_mmpps_without_arrival_curves() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/two-servers.toml");
+    let fitted = tailbound_scenario::load_with(example.as_ref(), Models::Fitted).unwrap();
+    let mmpp = tailbound_scenario::load_with(example.as_ref(), Models::Mmpp).unwrap();
+    assert!(!fitted.network.flows.is_empty());
+    for (f, m) in fitted.network.flows.iter().zip(&mmpp.network.flows) {
+        assert!(f.arrival.is_some(), "{}", f.name);
+        assert!(m.arrival.is_none(), "{}", m.name);
+        assert_eq!(f.mmpp, m.mmpp, "{}", f.name);
+    }
 }
