@@ -272,7 +272,7 @@ fn a_network_grown_in_place_decides_as_the_whole_run() {
                 Ok(ti)
             };
             // a proposal dropped, then taken
-            let ti = grown.extend(append.clone()).unwrap();
+            let ti = grown.extend(append).unwrap();
             grown.truncate(size).unwrap();
             assert_eq!(grown.network().size(), size);
             let ti2 = grown.extend(append).unwrap();
