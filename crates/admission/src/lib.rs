@@ -15,12 +15,28 @@
 //! | [`Policy::QjumpPlusPlus`] | [`QJUMP_LEVELS`] fixed levels | the level's rate, one-packet burst | DNC with priorities + shaper delay |
 //!
 //! The engine works on a [`Network`] holding every tenant that may arrive (characterized:
-//! flows with MMPPs for SNC, arrival curves of their first half for DNC); [`Admission::arrive`]
-//! decides tenant i against the admitted ones. Tenants at a higher priority than the newcomer
-//! cannot be affected (lower levels are invisible to them), so only the newcomer and the
-//! admitted tenants at its level or below are re-bounded. A non-finite bound, an unstable
-//! queue or an unstable shaper is a rejection with the reason, never an admission.
-//! Rejected tenants are not given guarantees (best effort; the replay leaves them out).
+//! flows with MMPPs for SNC, arrival curves of their first half for DNC), borrowed
+//! ([`Admission::new`]) or owned and grown one tenant at a time ([`Admission::owned`],
+//! [`Admission::extend`]: a long-running service); [`Admission::arrive`] decides tenant i
+//! against the admitted ones. A non-finite bound, an unstable queue or an unstable shaper is a
+//! rejection with the reason, never an admission. Rejected tenants are not given guarantees
+//! (best effort; the replay leaves them out).
+//!
+//! # What a decision re-bounds
+//!
+//! Tenants at a higher priority than the newcomer cannot be affected (lower levels are
+//! invisible to them), and of the others only those the newcomer's traffic reaches can be
+//! ([`Rebound::Neighbourhood`], the default): the tenants [`tailbound_calculus::Reach`] finds
+//! affected by the newcomer (and by the tenants whose dependency group it changes): those with
+//! a flow at a queue the newcomer crosses, at its level or below, and those downstream of
+//! such a queue whose cross traffic's arrival the newcomer changes (SNC-Meister's multi-hop
+//! analysis reads the output of cross flows' upstream queues). They are bounded on the network
+//! of the tenants their bounds read ([`tailbound_calculus::Reach::inputs`]), which gives the
+//! same bounds as the whole network. Every other admitted tenant keeps its bound, which was
+//! within its SLO. [`Rebound::Full`] bounds the newcomer and every admitted tenant at its level
+//! or below on the whole network: the reference, and the benchmark's baseline. A departure only
+//! removes traffic, so it re-bounds nothing; the traffic models of admitted tenants are kept in
+//! the network and never characterized again.
 //!
 //! This crate does no I/O and reads no clock; time per decision is measured by callers.
 
@@ -29,11 +45,24 @@ mod policy;
 pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use tailbound_calculus::{packetization_allowance_s, Bound, CalculusError, TenantBound};
 use tailbound_model::{
-    Bucket, Decisions, Excess, Network, NetworkError, RateLimit, TenantDecision, ETHERNET_MTU_BYTES,
+    flow_name, Bucket, Decisions, Excess, Network, NetworkBuilder, NetworkError, NetworkSize,
+    RateLimit, TenantDecision, ETHERNET_MTU_BYTES,
 };
+
+/// Which tenants an arrival re-bounds (crate docs, "What a decision re-bounds").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rebound {
+    /// the newcomer and the admitted tenants its traffic can affect, each on the network of
+    /// the tenants its bound reads
+    #[default]
+    Neighbourhood,
+    /// the newcomer and every admitted tenant at its level or below, on the whole network
+    Full,
+}
 
 /// The admission policies of snc-meister §5.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -84,6 +113,8 @@ pub enum AdmissionError {
     Arrived(String),
     #[error("tenant {0:?} is not admitted, so it cannot depart")]
     NotAdmitted(String),
+    #[error("tenant {0:?} has arrived, so the network cannot drop it")]
+    Retract(String),
     #[error(
         "tenant {tenant:?} depends on {name:?}, which is not a tenant; known tenants: {known}"
     )]
@@ -133,8 +164,9 @@ pub struct Outcome {
 /// Admission state over a network of candidate tenants.
 #[derive(Debug, Clone)]
 pub struct Admission<'n> {
-    net: &'n Network,
+    net: Cow<'n, Network>,
     policy: Policy,
+    rebound: Rebound,
     /// admitted tenants and what they run with
     admitted: HashMap<usize, Grant>,
     /// tenants that arrived (admitted or not)
@@ -149,10 +181,29 @@ pub struct Admission<'n> {
     packets_s: Vec<f64>,
 }
 
+/// A decided arrival not yet recorded ([`Admission::decide`], [`Admission::record`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arrival {
+    pub outcome: Outcome,
+    /// the newcomer's grant when admitted
+    pub grant: Option<Grant>,
+    /// dependency groups the arrival sets: (tenant, group), the newcomer's and those of the
+    /// tenants it depends on that had none
+    groups: Vec<(usize, String)>,
+}
+
+impl Arrival {
+    /// The dependency group the arrival gives `tenant`, if it sets one.
+    pub fn group(&self, tenant: usize) -> Option<String> {
+        group_named(&self.groups, tenant).map(str::to_string)
+    }
+}
+
 /// An [`Admission`]'s state without its network ([`Admission::into_state`]).
 #[derive(Debug, Clone)]
 pub struct AdmissionState {
     policy: Policy,
+    rebound: Rebound,
     admitted: HashMap<usize, Grant>,
     arrived: BTreeSet<usize>,
     groups: HashMap<usize, String>,
@@ -166,25 +217,43 @@ impl<'n> Admission<'n> {
     /// add to the calculus' fluid bound ([`tailbound_calculus::packetization_allowance_s`]);
     /// [`Admission::with_mtu`] changes the packet size or turns it off.
     pub fn new(net: &'n Network, policy: Policy) -> Result<Admission<'n>, AdmissionError> {
+        Admission::over(Cow::Borrowed(net), policy)
+    }
+
+    /// [`Admission::new`] owning its network, which [`Admission::extend`] can then grow in
+    /// place (a long-running service).
+    pub fn owned(net: Network, policy: Policy) -> Result<Admission<'static>, AdmissionError> {
+        Admission::over(Cow::Owned(net), policy)
+    }
+
+    fn over(net: Cow<'n, Network>, policy: Policy) -> Result<Admission<'n>, AdmissionError> {
         net.validate()?;
-        policy::check_models(net, policy)?;
+        policy::check_models(&net, policy)?;
+        let packets_s = allowances(&net, Some(ETHERNET_MTU_BYTES));
         Ok(Admission {
             net,
             policy,
+            rebound: Rebound::default(),
             admitted: HashMap::new(),
             arrived: BTreeSet::new(),
             groups: HashMap::new(),
             excess: Excess::Wait,
             mtu_bytes: Some(ETHERNET_MTU_BYTES),
-            packets_s: allowances(net, Some(ETHERNET_MTU_BYTES)),
+            packets_s,
         })
+    }
+
+    /// Which tenants arrivals re-bound (default [`Rebound::Neighbourhood`]).
+    pub fn with_rebound(mut self, rebound: Rebound) -> Admission<'n> {
+        self.rebound = rebound;
+        self
     }
 
     /// Links carry work in packets of `mtu_bytes` (`None`: fluid, no packetization allowance).
     /// A packetized link can exceed a fluid bound by one store-and-forward packet and one
     /// lower-level packet ahead per link crossed.
     pub fn with_mtu(mut self, mtu_bytes: Option<u64>) -> Admission<'n> {
-        self.packets_s = allowances(self.net, mtu_bytes);
+        self.packets_s = allowances(&self.net, mtu_bytes);
         self.mtu_bytes = mtu_bytes;
         self
     }
@@ -201,8 +270,75 @@ impl<'n> Admission<'n> {
         self.policy
     }
 
-    pub fn network(&self) -> &'n Network {
-        self.net
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Grows the network in place: `grow` appends hosts, queues, tenants and flows through a
+    /// builder over it (indices of what is there keep their meaning); what it appended is
+    /// validated (not the whole network) and must carry the models the policy needs. Returns
+    /// what `grow` returns. On an error the network is as before.
+    pub fn extend<R>(
+        &mut self,
+        grow: impl FnOnce(&mut NetworkBuilder) -> Result<R, NetworkError>,
+    ) -> Result<R, AdmissionError> {
+        let net = self.net.to_mut();
+        let size = net.size();
+        let mut b = NetworkBuilder::from_network(std::mem::take(net));
+        let grown = grow(&mut b);
+        *net = b.into_network();
+        let checked = grown.map_err(AdmissionError::from).and_then(|r| {
+            net.validate_from(size)?;
+            policy::check_models_from(net, self.policy, size.flows)?;
+            Ok(r)
+        });
+        match checked {
+            Ok(r) => {
+                if let Some(mtu) = self.mtu_bytes {
+                    let net = &self.net;
+                    self.packets_s.extend(
+                        (size.tenants..net.tenants.len())
+                            .map(|t| packetization_allowance_s(net, t, mtu)),
+                    );
+                }
+                Ok(r)
+            }
+            Err(e) => {
+                self.truncate(size)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops what was appended to the network after it had size `size` (a proposal not
+    /// taken); an error, changing nothing, if a tenant to drop has arrived.
+    pub fn truncate(&mut self, size: NetworkSize) -> Result<(), AdmissionError> {
+        if let Some(&t) = self.arrived.range(size.tenants..).next() {
+            return Err(AdmissionError::Retract(self.net.tenants[t].name.clone()));
+        }
+        let net = self.net.to_mut();
+        net.hosts.truncate(size.hosts);
+        net.queues.truncate(size.queues);
+        net.flows.truncate(size.flows);
+        net.tenants.truncate(size.tenants);
+        self.packets_s.truncate(size.tenants);
+        Ok(())
+    }
+
+    /// Renames tenant `tenant` and its flows (`<name>-req`, ...): a departed tenant's name
+    /// freed for a newcomer while its entry stays in the network.
+    pub fn rename(&mut self, tenant: usize, name: &str) -> Result<(), AdmissionError> {
+        let len = self.net.tenants.len();
+        if tenant >= len {
+            return Err(AdmissionError::UnknownTenant { index: tenant, len });
+        }
+        let net = self.net.to_mut();
+        for i in 0..net.tenants[tenant].flows.len() {
+            let f = net.tenants[tenant].flows[i];
+            net.flows[f].name = flow_name(name, net.flows[f].stage);
+        }
+        net.tenants[tenant].name = name.to_string();
+        Ok(())
     }
 
     /// Admitted tenants, ascending.
@@ -218,7 +354,10 @@ impl<'n> Admission<'n> {
 
     /// Current priority level of every admitted tenant.
     pub fn priorities(&self) -> HashMap<usize, u32> {
-        policy::levels(self.net, self.policy, &self.admitted)
+        let set: Vec<(usize, &Grant)> = self.admitted.iter().map(|(&t, g)| (t, g)).collect();
+        policy::levels(&self.net, self.policy, &set)
+            .into_iter()
+            .collect()
     }
 
     /// The bound of every admitted tenant with the tenants admitted now, in tenant order; each
@@ -228,12 +367,12 @@ impl<'n> Admission<'n> {
     pub fn bounds(&self) -> Result<Vec<TenantBound>, AdmissionError> {
         let set: Vec<(usize, &Grant)> = self.admitted.iter().map(|(&t, g)| (t, g)).collect();
         policy::bound_set(
-            self.net,
+            &self.net,
             self.policy,
             &set,
             &self.groups,
             &self.packets_s,
-            None,
+            policy::Which::All,
         )
     }
 
@@ -245,7 +384,7 @@ impl<'n> Admission<'n> {
     /// bound on the traffic actually sent: a replay above it is a failure of a bound or of the
     /// simulator, while a replay only above [`Admission::bounds`] may be the characterization's.
     pub fn bounds_on(&self, traffic: &Network) -> Result<Vec<TenantBound>, AdmissionError> {
-        same_shape(self.net, traffic)?;
+        same_shape(&self.net, traffic)?;
         policy::check_models(traffic, self.policy)?;
         let mut unbounded = HashMap::new();
         let grants: Vec<(usize, Grant)> = self
@@ -268,7 +407,7 @@ impl<'n> Admission<'n> {
             &set,
             &self.groups,
             &self.packets_s,
-            None,
+            policy::Which::All,
         )?;
         for b in &mut bounds {
             if let Some(why) = unbounded.remove(&b.tenant) {
@@ -292,6 +431,16 @@ impl<'n> Admission<'n> {
         tenant: usize,
         depends_on: &[&str],
     ) -> Result<Outcome, AdmissionError> {
+        let arrival = self.decide(tenant, depends_on)?;
+        let outcome = arrival.outcome.clone();
+        self.record(arrival)?;
+        Ok(outcome)
+    }
+
+    /// Decides tenant `tenant` as [`Admission::arrive_with_dependencies`] does without
+    /// recording it: [`Admission::record`] makes it so (a service commits the decision to its
+    /// database in between; a what-if drops it).
+    pub fn decide(&self, tenant: usize, depends_on: &[&str]) -> Result<Arrival, AdmissionError> {
         let len = self.net.tenants.len();
         if tenant >= len {
             return Err(AdmissionError::UnknownTenant { index: tenant, len });
@@ -300,6 +449,7 @@ impl<'n> Admission<'n> {
         if self.arrived.contains(&tenant) {
             return Err(AdmissionError::Arrived(name.clone()));
         }
+        let mut set_groups: Vec<(usize, String)> = Vec::new();
         let mut group = None;
         for dep in depends_on {
             let Some(other) = self.net.tenants.iter().position(|t| t.name == *dep) else {
@@ -315,24 +465,46 @@ impl<'n> Admission<'n> {
                         .join(", "),
                 });
             };
-            let g = self
-                .group_of(other)
+            let g = set_groups
+                .iter()
+                .find(|(t, _)| *t == other)
+                .map(|(_, g)| g.clone())
+                .or_else(|| self.group_of(other))
                 .unwrap_or_else(|| format!("depends-{}", self.net.tenants[other].name));
-            self.groups.entry(other).or_insert_with(|| g.clone());
+            if !self.groups.contains_key(&other) && !set_groups.iter().any(|(t, _)| *t == other) {
+                set_groups.push((other, g.clone()));
+            }
             group = Some(g);
         }
         if let Some(g) = group {
-            self.groups.insert(tenant, g);
+            set_groups.retain(|(t, _)| *t != tenant);
+            set_groups.push((tenant, g));
         }
-        self.arrived.insert(tenant);
-        let before = self.priorities();
+        // the tenants whose traffic changes: the newcomer, and those whose group it sets
+        let changed: Vec<usize> = set_groups
+            .iter()
+            .map(|(t, _)| *t)
+            .filter(|&t| t != tenant && self.group_of(t).as_deref() != group_named(&set_groups, t))
+            .chain([tenant])
+            .collect();
+        let groups: Cow<HashMap<usize, String>> = if set_groups.is_empty() {
+            Cow::Borrowed(&self.groups)
+        } else {
+            let mut g = self.groups.clone();
+            g.extend(set_groups.iter().cloned());
+            Cow::Owned(g)
+        };
         let verdict = policy::decide(
-            self.net,
+            &self.net,
             self.policy,
             &self.admitted,
-            &self.groups,
+            &groups,
             &self.packets_s,
             tenant,
+            match self.rebound {
+                Rebound::Neighbourhood => Some(&changed),
+                Rebound::Full => None,
+            },
         )?;
         let mut outcome = Outcome {
             tenant,
@@ -342,19 +514,55 @@ impl<'n> Admission<'n> {
             level: verdict.grant.as_ref().map(|g| g.level),
             changed: Vec::new(),
         };
-        if let Some(grant) = verdict.grant {
-            self.admitted.insert(tenant, grant);
-            let after = self.priorities();
+        if let Some(grant) = &verdict.grant {
+            let before = self.priorities();
+            let mut set: Vec<(usize, &Grant)> =
+                self.admitted.iter().map(|(&t, g)| (t, g)).collect();
+            set.push((tenant, grant));
+            let after: HashMap<usize, u32> = policy::levels(&self.net, self.policy, &set)
+                .into_iter()
+                .collect();
             outcome.level = after.get(&tenant).copied();
             outcome.changed = changes(&before, &after);
         }
-        Ok(outcome)
+        Ok(Arrival {
+            outcome,
+            grant: verdict.grant,
+            groups: set_groups,
+        })
+    }
+
+    /// Records a decided arrival ([`Admission::decide`]) made on this state; an error if its
+    /// tenant has arrived since.
+    pub fn record(&mut self, arrival: Arrival) -> Result<(), AdmissionError> {
+        let tenant = arrival.outcome.tenant;
+        let len = self.net.tenants.len();
+        if tenant >= len {
+            return Err(AdmissionError::UnknownTenant { index: tenant, len });
+        }
+        if !self.arrived.insert(tenant) {
+            return Err(AdmissionError::Arrived(
+                self.net.tenants[tenant].name.clone(),
+            ));
+        }
+        self.groups.extend(arrival.groups);
+        if let Some(grant) = arrival.grant {
+            self.admitted.insert(tenant, grant);
+        }
+        Ok(())
     }
 
     /// Removes an admitted tenant; returns the tenants whose priority level changed.
     pub fn depart(&mut self, tenant: usize) -> Result<Vec<(usize, u32, u32)>, AdmissionError> {
-        let before = self.priorities();
-        if self.admitted.remove(&tenant).is_none() {
+        let changed = self.departure(tenant)?;
+        self.admitted.remove(&tenant);
+        Ok(changed)
+    }
+
+    /// What [`Admission::depart`] would change, without departing: the tenants whose priority
+    /// level would change. A departure removes traffic, so no bound grows and none is computed.
+    pub fn departure(&self, tenant: usize) -> Result<Vec<(usize, u32, u32)>, AdmissionError> {
+        if !self.admitted.contains_key(&tenant) {
             let name = self
                 .net
                 .tenants
@@ -362,7 +570,16 @@ impl<'n> Admission<'n> {
                 .map_or_else(|| format!("#{tenant}"), |t| t.name.clone());
             return Err(AdmissionError::NotAdmitted(name));
         }
-        Ok(changes(&before, &self.priorities()))
+        let set: Vec<(usize, &Grant)> = self
+            .admitted
+            .iter()
+            .filter(|(&t, _)| t != tenant)
+            .map(|(&t, g)| (t, g))
+            .collect();
+        let after: HashMap<usize, u32> = policy::levels(&self.net, self.policy, &set)
+            .into_iter()
+            .collect();
+        Ok(changes(&self.priorities(), &after))
     }
 
     /// Detaches the state from the network, so a long-running caller (the controller service)
@@ -370,6 +587,7 @@ impl<'n> Admission<'n> {
     pub fn into_state(self) -> AdmissionState {
         AdmissionState {
             policy: self.policy,
+            rebound: self.rebound,
             admitted: self.admitted,
             arrived: self.arrived,
             groups: self.groups,
@@ -429,8 +647,9 @@ impl<'n> Admission<'n> {
             packets_s.extend((known..len).map(|t| packetization_allowance_s(net, t, mtu)));
         }
         Ok(Admission {
-            net,
+            net: Cow::Borrowed(net),
             policy: state.policy,
+            rebound: state.rebound,
             admitted: state.admitted,
             arrived: state.arrived,
             groups: state.groups,
@@ -532,6 +751,11 @@ fn same_shape(net: &Network, traffic: &Network) -> Result<(), AdmissionError> {
         }
     }
     Ok(())
+}
+
+/// The group `set` gives tenant `t`, if any.
+fn group_named(set: &[(usize, String)], t: usize) -> Option<&str> {
+    set.iter().find(|(u, _)| *u == t).map(|(_, g)| g.as_str())
 }
 
 fn changes(before: &HashMap<usize, u32>, after: &HashMap<usize, u32>) -> Vec<(usize, u32, u32)> {

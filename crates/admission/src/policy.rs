@@ -4,7 +4,7 @@
 use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
 use tailbound_calculus::dnc::{shaper_delay, Envelope};
-use tailbound_calculus::{bound, Bound, BoundOptions, Method, TenantBound};
+use tailbound_calculus::{bound, Bound, BoundOptions, Method, Reach, TenantBound};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
 use tailbound_curves::rb::prune;
 use tailbound_model::{ArrivalCurve, Bucket, Network};
@@ -40,7 +40,16 @@ fn method(policy: Policy) -> Method {
 }
 
 pub(crate) fn check_models(net: &Network, policy: Policy) -> Result<(), AdmissionError> {
-    for f in &net.flows {
+    check_models_from(net, policy, 0)
+}
+
+/// [`check_models`] for the flows from index `from` on.
+pub(crate) fn check_models_from(
+    net: &Network,
+    policy: Policy,
+    from: usize,
+) -> Result<(), AdmissionError> {
+    for f in net.flows.iter().skip(from) {
         let (missing, model) = match policy {
             Policy::SncMeister | Policy::SncMartingale => (f.mmpp.is_none(), "MMPP"),
             _ => (f.arrival.is_none(), "arrival curve"),
@@ -56,23 +65,29 @@ pub(crate) fn check_models(net: &Network, policy: Policy) -> Result<(), Admissio
     Ok(())
 }
 
-/// Current level of every admitted tenant.
-pub(crate) fn levels(
-    net: &Network,
-    policy: Policy,
-    admitted: &HashMap<usize, Grant>,
-) -> HashMap<usize, u32> {
+/// The level of every tenant of `set` running together with its grant: `(tenant, level)`.
+pub(crate) fn levels(net: &Network, policy: Policy, set: &[(usize, &Grant)]) -> Vec<(usize, u32)> {
     match policy {
         Policy::SncMeister | Policy::SncMartingale | Policy::PriorityMeister => {
-            let mut ids: Vec<usize> = admitted.keys().copied().collect();
-            ids.sort_unstable();
-            let (sub, _) = net.subset(&ids);
-            ids.into_iter().zip(sub.priorities()).collect()
+            let ids: Vec<usize> = set.iter().map(|&(t, _)| t).collect();
+            ids.iter().copied().zip(net.priorities_of(&ids)).collect()
         }
         Policy::SiloPlusPlus | Policy::QjumpPlusPlus => {
-            admitted.iter().map(|(&t, g)| (t, g.level)).collect()
+            set.iter().map(|&(t, g)| (t, g.level)).collect()
         }
     }
+}
+
+/// Which tenants of a set [`bound_set`] bounds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Which<'a> {
+    /// every one, on the whole network
+    All,
+    /// the newcomer and those at its level or below, on the whole network
+    AtOrBelow(usize),
+    /// those the tenants `changed` (the newcomer first) can affect, each on the network of
+    /// the tenants its bound reads (crate docs)
+    Affected(&'a [usize]),
 }
 
 fn arrival(net: &Network, flow: usize) -> &ArrivalCurve {
@@ -178,6 +193,7 @@ pub(crate) fn decide(
     groups: &HashMap<usize, String>,
     packets_s: &[f64],
     newcomer: usize,
+    changed: Option<&[usize]>,
 ) -> Result<Verdict, AdmissionError> {
     let flows = &net.tenants[newcomer].flows;
     let slo_s = net.tenants[newcomer].slo.latency_s;
@@ -246,7 +262,13 @@ pub(crate) fn decide(
                 continue;
             }
         };
-        let (bound_s, failure) = check(net, policy, admitted, groups, packets_s, newcomer, &g)?;
+        let which = match changed {
+            Some(changed) => Which::Affected(changed),
+            None => Which::AtOrBelow(newcomer),
+        };
+        let (bound_s, failure) = check(
+            net, policy, admitted, groups, packets_s, newcomer, &g, which,
+        )?;
         if failure.is_none() {
             return Ok(Verdict {
                 grant: Some(g),
@@ -263,8 +285,9 @@ pub(crate) fn decide(
     Ok(last)
 }
 
-/// Bounds the admitted tenants plus the newcomer with grant `g`; returns the newcomer's bound
-/// and the first SLO that would be missed.
+/// Bounds the admitted tenants plus the newcomer with grant `g` (those `which` says); returns
+/// the newcomer's bound and the first SLO that would be missed.
+#[allow(clippy::too_many_arguments)]
 fn check(
     net: &Network,
     policy: Policy,
@@ -273,10 +296,11 @@ fn check(
     packets_s: &[f64],
     newcomer: usize,
     g: &Grant,
+    which: Which,
 ) -> Result<(Option<f64>, Option<String>), AdmissionError> {
     let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
     set.push((newcomer, g));
-    let bounds = bound_set(net, policy, &set, groups, packets_s, Some(newcomer))?;
+    let bounds = bound_set(net, policy, &set, groups, packets_s, which)?;
     let mut bound_s = None;
     let mut failure = None;
     for b in &bounds {
@@ -300,18 +324,33 @@ fn check(
 
 /// The bounds of the tenants of `set` running together with their grants, each including its
 /// shaper delay and its packetization allowance (`packets_s` by tenant, none past its end);
-/// `tenant` of each result is an index into `net`'s tenants. With `newcomer`, only the
-/// tenants it can affect (its level and below) are bounded; otherwise all of them.
+/// `tenant` of each result is an index into `net`'s tenants, in ascending order; `which` says
+/// which tenants are bounded. The priority levels reported are those of the tenants bounded
+/// together.
 pub(crate) fn bound_set(
     net: &Network,
     policy: Policy,
     set: &[(usize, &Grant)],
     groups: &HashMap<usize, String>,
     packets_s: &[f64],
-    newcomer: Option<usize>,
+    which: Which,
 ) -> Result<Vec<TenantBound>, AdmissionError> {
     let mut set = set.to_vec();
     set.sort_unstable_by_key(|&(t, _)| t);
+    let mut bounded: Option<Vec<usize>> = None;
+    if let Which::Affected(changed) = which {
+        let levels = levels(net, policy, &set);
+        let level_of: HashMap<usize, u32> = levels.iter().copied().collect();
+        let reach = Reach::new(net, &levels);
+        let changed: Vec<(usize, u32)> = changed
+            .iter()
+            .map(|&t| (t, level_of.get(&t).copied().unwrap_or(0)))
+            .collect();
+        let affected = reach.affected(&changed);
+        let inputs = reach.inputs(&affected);
+        set.retain(|(t, _)| inputs.binary_search(t).is_ok());
+        bounded = Some(affected);
+    }
     let ids: Vec<usize> = set.iter().map(|&(t, _)| t).collect();
     // the network flow of each flow of `sub`
     let (mut sub, net_flow) = net.subset(&ids);
@@ -343,11 +382,17 @@ pub(crate) fn bound_set(
         }
     }
     let levels = sub.priorities();
-    let which: Vec<usize> = match newcomer.and_then(|n| set.iter().position(|&(t, _)| t == n)) {
-        Some(me) => (0..sub.tenants.len())
-            .filter(|&i| levels[i] >= levels[me])
+    let which: Vec<usize> = match (which, bounded) {
+        (_, Some(bounded)) => (0..sub.tenants.len())
+            .filter(|&i| bounded.binary_search(&set[i].0).is_ok())
             .collect(),
-        None => (0..sub.tenants.len()).collect(),
+        (Which::AtOrBelow(n), None) => match set.iter().position(|&(t, _)| t == n) {
+            Some(me) => (0..sub.tenants.len())
+                .filter(|&i| levels[i] >= levels[me])
+                .collect(),
+            None => (0..sub.tenants.len()).collect(),
+        },
+        (_, None) => (0..sub.tenants.len()).collect(),
     };
     let mut bounds = bound(&sub, method(policy), &which, &BoundOptions::default())?;
     for b in &mut bounds {

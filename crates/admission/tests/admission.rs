@@ -1,10 +1,13 @@
 //! The admission engine on seeded synthetic tenants whose arithmetic is known: each puts
 //! ~4.7 MB/s of responses on one 12.5 MB/s server link, so at most two fit.
 
+use proptest::prelude::*;
 use std::path::Path;
-use tailbound_admission::{Admission, AdmissionError, Policy};
+use tailbound_admission::{Admission, AdmissionError, Outcome, Policy, Rebound};
 use tailbound_calculus::{packetization_allowance_s, TenantBound};
+use tailbound_model::{NetworkBuilder, NewTenant};
 use tailbound_scenario::Scenario;
+use tailbound_testdata::synthetic::{self, Cluster, Rng};
 
 fn scenario(slos_ms: &[u32]) -> Scenario {
     scenario_at(slos_ms, 1000)
@@ -238,5 +241,141 @@ fn resuming_on_a_grown_network_and_restoring_grants_decide_as_the_whole_run() {
             restored.restore(0, whole.grant(0).unwrap().clone(), None),
             Err(AdmissionError::Arrived(_))
         ));
+    }
+}
+
+/// The same network grown one tenant at a time in place ([`Admission::extend`]) decides as
+/// one that had every tenant from the start; a tenant appended and not decided can be dropped
+/// again, an arrived one cannot.
+#[test]
+fn a_network_grown_in_place_decides_as_the_whole_run() {
+    let cluster = Cluster {
+        clients: 3,
+        servers: 2,
+        link_bytes_per_s: 12.5e6,
+    };
+    let whole = synthetic::network(cluster, 6, 7);
+    for policy in Policy::ALL {
+        let mut a = Admission::new(&whole, policy).unwrap();
+        let expected: Vec<_> = (0..6).map(|t| a.arrive(t).unwrap()).collect();
+        let mut grown =
+            Admission::owned(synthetic::hosts(cluster).build().unwrap(), policy).unwrap();
+        let mut rng = Rng::new(7);
+        for (i, want) in expected.iter().enumerate() {
+            let (t, flows) = synthetic::tenant(&mut rng, cluster, i);
+            let size = grown.network().size();
+            let append = |b: &mut NetworkBuilder| {
+                let ti = b.tenant(t.clone());
+                for (stage, m) in &flows {
+                    b.flow(ti, *stage, m.clone())?;
+                }
+                Ok(ti)
+            };
+            // a proposal dropped, then taken
+            let ti = grown.extend(append).unwrap();
+            grown.truncate(size).unwrap();
+            assert_eq!(grown.network().size(), size);
+            let ti2 = grown.extend(append).unwrap();
+            assert_eq!((ti, ti2), (i, i));
+            assert_eq!(&grown.arrive(i).unwrap(), want, "{policy}: tenant {i}");
+            assert!(matches!(
+                grown.truncate(size),
+                Err(AdmissionError::Retract(_))
+            ));
+        }
+        assert_eq!(grown.network(), &whole, "{policy}");
+        // a duplicate name is refused and leaves the network as it was
+        let size = grown.network().size();
+        let dup = grown.extend(|b| {
+            Ok(b.tenant(NewTenant::new(
+                "t0",
+                tailbound_model::Slo::new(0.01, 99.9).unwrap(),
+            )))
+        });
+        assert!(matches!(dup, Err(AdmissionError::Network(_))), "{dup:?}");
+        assert_eq!(grown.network().size(), size);
+    }
+}
+
+/// Compares one decision of the incremental engine with the full re-bound's.
+fn same_outcome(inc: &Outcome, full: &Outcome, what: &str) -> Result<(), TestCaseError> {
+    prop_assert_eq!(inc.admitted, full.admitted, "{}", what);
+    prop_assert_eq!(inc.level, full.level, "{}", what);
+    prop_assert_eq!(&inc.changed, &full.changed, "{}", what);
+    prop_assert_eq!(&inc.reason, &full.reason, "{}", what);
+    match (inc.bound_s, full.bound_s) {
+        (Some(a), Some(b)) => prop_assert!(
+            (a - b).abs() <= 1e-9 * b.abs(),
+            "{what}: bound {a} incrementally, {b} re-bounding everything"
+        ),
+        (a, b) => prop_assert_eq!(a, b, "{}", what),
+    }
+    Ok(())
+}
+
+/// Random arrivals (some bursting with an admitted tenant) and departures on random small
+/// clusters, loaded so that some arrivals are rejected: re-bounding only the tenants an arrival
+/// affects ([`Rebound::Neighbourhood`]) decides exactly as re-bounding every tenant at its
+/// level or below ([`Rebound::Full`]), with the same bounds, for every policy; and the bounds
+/// of everyone admitted agree at the end.
+fn incremental_equals_full(
+    policy: Policy,
+    seed: u64,
+    clients: usize,
+    servers: usize,
+    tenants: usize,
+) -> Result<(), TestCaseError> {
+    let cluster = Cluster {
+        clients,
+        servers,
+        link_bytes_per_s: 40e6,
+    };
+    let net = synthetic::network(cluster, tenants, seed);
+    let mut inc = Admission::new(&net, policy).unwrap();
+    let mut full = Admission::new(&net, policy)
+        .unwrap()
+        .with_rebound(Rebound::Full);
+    let mut rng = Rng::new(seed ^ 0x5eed);
+    for t in 0..tenants {
+        let admitted = inc.admitted();
+        prop_assert_eq!(&admitted, &full.admitted());
+        if !admitted.is_empty() && rng.unit() < 0.25 {
+            let gone = admitted[rng.below(admitted.len())];
+            prop_assert_eq!(inc.depart(gone).unwrap(), full.depart(gone).unwrap());
+        }
+        let admitted = inc.admitted();
+        let deps: Vec<&str> = if !admitted.is_empty() && rng.unit() < 0.2 {
+            vec![net.tenants[admitted[rng.below(admitted.len())]]
+                .name
+                .as_str()]
+        } else {
+            Vec::new()
+        };
+        let a = inc.arrive_with_dependencies(t, &deps).unwrap();
+        let b = full.arrive_with_dependencies(t, &deps).unwrap();
+        same_outcome(
+            &a,
+            &b,
+            &format!("{policy}, seed {seed}: tenant {t} after {admitted:?}"),
+        )?;
+    }
+    let (a, b) = (inc.bounds().unwrap(), full.bounds().unwrap());
+    prop_assert_eq!(a, b);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(6))]
+
+    #[test]
+    fn incremental_decisions_equal_a_full_rebound(
+        seed in any::<u64>(),
+        clients in 1usize..5,
+        servers in 1usize..4,
+        tenants in 3usize..9,
+    ) {
+        for policy in Policy::ALL {
+            incremental_equals_full(policy, seed, clients, servers, tenants)?;
+        }
     }
 }

@@ -27,7 +27,10 @@
 pub mod dnc;
 pub mod martingale;
 pub mod mg1;
+pub mod reach;
 pub mod snc;
+
+pub use reach::Reach;
 
 use serde::{Deserialize, Serialize};
 use tailbound_model::{Network, NetworkError, Percentile, Slo};

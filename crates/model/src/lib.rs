@@ -22,8 +22,8 @@ pub mod units;
 pub use decisions::{Decisions, DecisionsError, Excess, RateLimit, TenantDecision};
 pub use names::UnknownName;
 pub use network::{
-    flow_name, Flow, FlowModels, Host, Network, NetworkBuilder, NetworkError, NewTenant, Queue,
-    QueueKind, QueueSite, TenantHosts, TenantSpec, ETHERNET_MTU_BYTES,
+    flow_name, Flow, FlowModels, Host, Network, NetworkBuilder, NetworkError, NetworkSize,
+    NewTenant, Queue, QueueKind, QueueSite, TenantHosts, TenantSpec, ETHERNET_MTU_BYTES,
 };
 pub use request::{Op, OpKind, Request};
 pub use slo::{Percentile, Slo, SloError, SLO_WINDOW_S};

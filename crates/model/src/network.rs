@@ -122,6 +122,15 @@ pub struct TenantSpec {
     pub hosts: Option<TenantHosts>,
 }
 
+/// How many of each part a [`Network`] has ([`Network::size`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NetworkSize {
+    pub hosts: usize,
+    pub queues: usize,
+    pub flows: usize,
+    pub tenants: usize,
+}
+
 /// Hosts, queues, flows and tenants. Build one with [`NetworkBuilder`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Network {
@@ -181,14 +190,47 @@ pub enum NetworkError {
 impl Network {
     /// Checks indices, names, rates, ownership, and that every host's queues sit at it.
     pub fn validate(&self) -> Result<(), NetworkError> {
-        let mut names = HashSet::new();
-        for (hi, h) in self.hosts.iter().enumerate() {
-            if !names.insert(h.name.as_str()) {
-                return Err(NetworkError::Duplicate {
-                    what: "host",
-                    name: h.name.clone(),
-                });
+        self.validate_from(NetworkSize::default())
+    }
+
+    /// How many hosts, queues, flows and tenants the network has.
+    pub fn size(&self) -> NetworkSize {
+        NetworkSize {
+            hosts: self.hosts.len(),
+            queues: self.queues.len(),
+            flows: self.flows.len(),
+            tenants: self.tenants.len(),
+        }
+    }
+
+    /// [`Network::validate`] for what was appended to a valid network of size `from`: the
+    /// items past `from` are checked as `validate` checks them (their names against every
+    /// name), in time linear in the network rather than a hash of every name, so that a
+    /// network grown one tenant at a time is not checked whole at every step.
+    pub fn validate_from(&self, from: NetworkSize) -> Result<(), NetworkError> {
+        fn unique<'a, T: 'a>(
+            what: &'static str,
+            items: &'a [T],
+            from: usize,
+            name: impl Fn(&'a T) -> &'a str,
+        ) -> Result<(), NetworkError> {
+            let mut names = HashSet::new();
+            for item in items.iter().skip(from) {
+                let n = name(item);
+                if !names.insert(n) || (from > 0 && items[..from].iter().any(|o| name(o) == n)) {
+                    return Err(NetworkError::Duplicate {
+                        what,
+                        name: n.to_string(),
+                    });
+                }
             }
+            Ok(())
+        }
+        unique("host", &self.hosts, from.hosts, |h| &h.name)?;
+        unique("queue", &self.queues, from.queues, |q| &q.name)?;
+        unique("flow", &self.flows, from.flows, |f| &f.name)?;
+        unique("tenant", &self.tenants, from.tenants, |t| &t.name)?;
+        for (hi, h) in self.hosts.iter().enumerate().skip(from.hosts) {
             let queues = [
                 (QueueKind::Egress, Some(h.egress)),
                 (QueueKind::Ingress, Some(h.ingress)),
@@ -206,29 +248,15 @@ impl Network {
                 }
             }
         }
-        let mut names = HashSet::new();
-        for q in &self.queues {
+        for q in self.queues.iter().skip(from.queues) {
             if !(q.rate.is_finite() && q.rate > 0.0) {
                 return Err(NetworkError::QueueRate {
                     name: q.name.clone(),
                     rate: q.rate,
                 });
             }
-            if !names.insert(q.name.as_str()) {
-                return Err(NetworkError::Duplicate {
-                    what: "queue",
-                    name: q.name.clone(),
-                });
-            }
         }
-        let mut names = HashSet::new();
-        for f in &self.flows {
-            if !names.insert(f.name.as_str()) {
-                return Err(NetworkError::Duplicate {
-                    what: "flow",
-                    name: f.name.clone(),
-                });
-            }
+        for f in self.flows.iter().skip(from.flows) {
             if f.tenant >= self.tenants.len() {
                 return Err(NetworkError::Index {
                     flow: f.name.clone(),
@@ -258,14 +286,7 @@ impl Network {
                 }
             }
         }
-        let mut names = HashSet::new();
-        for (i, t) in self.tenants.iter().enumerate() {
-            if !names.insert(t.name.as_str()) {
-                return Err(NetworkError::Duplicate {
-                    what: "tenant",
-                    name: t.name.clone(),
-                });
-            }
+        for (i, t) in self.tenants.iter().enumerate().skip(from.tenants) {
             if t.flows.is_empty() {
                 return Err(NetworkError::NoFlows(t.name.clone()));
             }
@@ -305,16 +326,24 @@ impl Network {
     /// dense rank of SLO latencies among tenants without an explicit level (tightest first,
     /// equal SLOs share a level). Any number of levels.
     pub fn priorities(&self) -> Vec<u32> {
-        let mut slos: Vec<f64> = self
-            .tenants
+        let all: Vec<usize> = (0..self.tenants.len()).collect();
+        self.priorities_of(&all)
+    }
+
+    /// [`Network::priorities`] of the network of tenants `tenants` only (what
+    /// [`Network::subset`] of them would give), in that order, without building it.
+    pub fn priorities_of(&self, tenants: &[usize]) -> Vec<u32> {
+        let mut slos: Vec<f64> = tenants
             .iter()
+            .map(|&t| &self.tenants[t])
             .filter(|t| t.priority.is_none())
             .map(|t| t.slo.latency_s)
             .collect();
         slos.sort_by(f64::total_cmp);
         slos.dedup();
-        self.tenants
+        tenants
             .iter()
+            .map(|&t| &self.tenants[t])
             .map(|t| {
                 t.priority
                     .unwrap_or_else(|| slos.partition_point(|&s| s < t.slo.latency_s) as u32)
@@ -584,6 +613,12 @@ impl NetworkBuilder {
     /// The network so far (for lookups while building).
     pub fn network(&self) -> &Network {
         &self.net
+    }
+
+    /// The network so far, unchecked: for a caller that validates only what it added
+    /// ([`Network::validate_from`]).
+    pub fn into_network(self) -> Network {
+        self.net
     }
 
     /// Validates and returns the network.

@@ -73,7 +73,7 @@ fn decide(c: &mut Criterion) {
     let mut g = c.benchmark_group("what_if_arrival");
     g.sample_size(10);
     for (tenants, servers) in [(100, 10), (1000, 100)] {
-        let e = engine(tenants, servers);
+        let mut e = engine(tenants, servers);
         let cand = Candidate {
             record: record(tenants, servers),
             workload: None,

@@ -1,9 +1,8 @@
-//! The service's decisions in memory: the network of hosts and admitted tenants, the
-//! admission engine's state over it ([`tailbound_admission::AdmissionState`]) and the placer
-//! for tenants that ask to be placed. No I/O and no clock: callers pass `now`, and every
-//! decision is first a [`Proposal`] (what would change, computed on copies) that the caller
-//! commits to the database before it [`Engine::apply`]s it, so memory never runs ahead of
-//! what is on disk. A what-if is a proposal that is dropped.
+//! The service's decisions in memory: one live admission engine ([`Admission`]) owning the
+//! network of hosts and admitted tenants, and the placer for tenants that ask to be placed.
+//! No I/O and no clock: callers pass `now`, and every decision is first a [`Proposal`] (what
+//! would change) that the caller commits to the database before it [`Engine::apply`]s it, so
+//! memory never runs ahead of what is on disk. A what-if is a proposal that is dropped.
 //!
 //! What lives elsewhere: the policies and bounds (`tailbound-admission`, unchanged), the
 //! placement (`tailbound-placement`'s [`Placer`], compactor fast-first-fit), characterizing
@@ -20,9 +19,14 @@
 //!
 //! # Cost
 //!
-//! An arrival copies the network and the admission state (linear in the admitted tenants) and
-//! re-bounds, through [`Admission`], the newcomer and the tenants at its level or below;
-//! departed tenants stay in the network, unbounded and unseen, until they outnumber the
+//! An arrival appends the newcomer to the live network in place, decides it, and drops it
+//! again ([`Admission::extend`], [`Admission::decide`], [`Admission::truncate`]: nothing is
+//! copied); applying the proposal appends it for good and records the decision. The decision
+//! re-bounds only the newcomer's neighbourhood: the admitted tenants whose bounds its traffic
+//! can change, each on the network of the tenants its bound reads ([`Rebound`], the
+//! admission crate's docs); [`Engine::with_rebound`] switches to re-bounding every tenant at
+//! the newcomer's level or below (the benchmark's baseline). A departure re-bounds nothing.
+//! Departed tenants stay in the network, unbounded and unseen, until they outnumber the
 //! admitted ones, when the network is rebuilt from the admitted tenants alone.
 
 use crate::api::{
@@ -34,7 +38,7 @@ use crate::store::{Change, PlacementEvent, TenantRow};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
-use tailbound_admission::{Admission, AdmissionState, Grant, Policy};
+use tailbound_admission::{Admission, AdmissionError, Arrival, Grant, Policy, Rebound};
 use tailbound_curves::mmpp::SizeKind;
 use tailbound_curves::{stage_work, StorageProfile};
 use tailbound_model::units::{parse_duration_s, parse_rate_bytes_per_s};
@@ -104,8 +108,10 @@ pub struct Proposal {
 
 #[derive(Debug)]
 struct Next {
-    net: Option<Network>,
-    state: Option<AdmissionState>,
+    /// the newcomer's decision, to record once it is appended again
+    arrival: Option<Arrival>,
+    /// a departure: the tenant's index and the name it keeps in the network
+    depart: Option<(usize, String)>,
     placer: Option<Placer>,
     insert: Option<Live>,
     remove: Option<String>,
@@ -116,9 +122,9 @@ struct Next {
 #[derive(Debug)]
 pub struct Engine {
     policy: Policy,
+    rebound: Rebound,
     hosts: Vec<HostView>,
-    net: Network,
-    state: AdmissionState,
+    adm: Admission<'static>,
     live: HashMap<String, Live>,
     /// departed tenants still in `net`
     dead: usize,
@@ -142,13 +148,12 @@ fn profile() -> &'static StorageProfile {
 impl Engine {
     /// An empty service deciding with `policy`.
     pub fn new(policy: Policy) -> Result<Engine, ServiceError> {
-        let net = Network::default();
-        let state = Admission::new(&net, policy).map_err(internal)?.into_state();
+        let adm = Admission::owned(Network::default(), policy).map_err(internal)?;
         Ok(Engine {
             policy,
+            rebound: Rebound::default(),
             hosts: Vec::new(),
-            net,
-            state,
+            adm,
             live: HashMap::new(),
             dead: 0,
             placer: Placer::new(placement_config()).map_err(internal)?,
@@ -216,13 +221,14 @@ impl Engine {
                 .map_err(|e| internal(format!("stored tenant {:?}: {}", l.record.name, e)))?;
         }
         let net = b.build().map_err(internal)?;
-        let mut adm = Admission::new(&net, self.policy).map_err(internal)?;
+        let mut adm = Admission::owned(net, self.policy)
+            .map_err(internal)?
+            .with_rebound(self.rebound);
         for l in &lives {
             adm.restore(l.index, l.grant.clone(), l.record.group.clone())
                 .map_err(internal)?;
         }
-        self.state = adm.into_state();
-        self.net = net;
+        self.adm = adm;
         self.dead = 0;
         self.live = lives
             .into_iter()
@@ -233,6 +239,14 @@ impl Engine {
 
     pub fn policy(&self) -> Policy {
         self.policy
+    }
+
+    /// Which tenants arrivals re-bound (default [`Rebound::Neighbourhood`]; [`Rebound::Full`]
+    /// is the benchmark's baseline).
+    pub fn with_rebound(mut self, rebound: Rebound) -> Engine {
+        self.rebound = rebound;
+        self.adm = self.adm.with_rebound(rebound);
+        self
     }
 
     /// The latest decision's number.
@@ -275,9 +289,7 @@ impl Engine {
     }
 
     fn levels(&self) -> HashMap<usize, u32> {
-        Admission::resume(&self.net, self.state.clone())
-            .map(|a| a.priorities())
-            .unwrap_or_default()
+        self.adm.priorities()
     }
 
     /// What host `host`'s tc enforcer needs now: every admitted tenant whose client or server
@@ -323,8 +335,7 @@ impl Engine {
 
     /// Every admitted tenant's bound with the tenants admitted now (a full re-bound).
     pub fn bounds(&self) -> Result<Vec<crate::api::BoundView>, ServiceError> {
-        let adm = Admission::resume(&self.net, self.state.clone()).map_err(internal)?;
-        let bounds = adm.bounds().map_err(internal)?;
+        let bounds = self.adm.bounds().map_err(internal)?;
         Ok(bounds
             .into_iter()
             .map(|b| crate::api::BoundView {
@@ -370,9 +381,24 @@ impl Engine {
             link_bytes_per_s: link,
             storage_rate: h.storage,
         };
-        let mut b = NetworkBuilder::from_network(self.net.clone());
+        // its queues' names must be new too ([`Engine::apply`] appends them)
+        let mut b = NetworkBuilder::new();
         b.host(host.name.clone(), link, host.storage_rate);
-        let net = b.build().map_err(internal)?;
+        let net = self.adm.network();
+        if let Some(q) = b
+            .network()
+            .queues
+            .iter()
+            .find(|q| net.queues.iter().any(|o| o.name == q.name))
+        {
+            return Err(ServiceError::invalid(
+                "name",
+                format!(
+                    "host {:?} would have a queue named {:?}, which another host has; choose another name",
+                    host.name, q.name
+                ),
+            ));
+        }
         Ok(Proposal {
             decision: Decision {
                 seq: self.seq,
@@ -396,8 +422,8 @@ impl Engine {
                 ..Change::default()
             },
             next: Some(Next {
-                net: Some(net),
-                state: None,
+                arrival: None,
+                depart: None,
                 placer: None,
                 insert: None,
                 remove: None,
@@ -407,9 +433,11 @@ impl Engine {
     }
 
     /// Decides `c` against the admitted tenants (a what-if when `kind` is
-    /// [`DecisionKind::WhatIf`]: the proposal is then only for reading).
+    /// [`DecisionKind::WhatIf`]: the proposal is then only for reading). The newcomer is
+    /// appended to the live network for the decision and dropped again before this returns,
+    /// so the state is as before whatever the outcome.
     pub fn propose_arrival(
-        &self,
+        &mut self,
         c: &Candidate,
         kind: DecisionKind,
         token_sha256: &str,
@@ -496,7 +524,7 @@ impl Engine {
                 ));
             }
         }
-        let mut decision = Decision {
+        let decision = Decision {
             seq,
             kind,
             tenant: record.name.clone(),
@@ -516,41 +544,56 @@ impl Engine {
         if placement_failure.is_some() {
             return Ok(self.rejection(decision));
         }
-        let mut b = NetworkBuilder::from_network(self.net.clone());
-        let ti = add_tenant(&mut b, &record)
-            .map_err(|e| ServiceError::invalid("traffic", e.to_string()))?;
-        let next = b
-            .build()
-            .map_err(|e| ServiceError::invalid("traffic", e.to_string()))?;
-        let mut adm = Admission::resume(&next, self.state.clone()).map_err(|e| match e {
-            tailbound_admission::AdmissionError::MissingModel { .. } => {
-                ServiceError::invalid("traffic", e.to_string())
-            }
-            e => internal(e),
-        })?;
+        let size = self.adm.network().size();
+        let ti = self
+            .adm
+            .extend(|b| add_tenant(b, &record))
+            .map_err(|e| match e {
+                AdmissionError::Network(_) | AdmissionError::MissingModel { .. } => {
+                    ServiceError::invalid("traffic", e.to_string())
+                }
+                e => internal(e),
+            })?;
+        let decided =
+            self.decide_appended(ti, decision, record, c, token_sha256, placer, placer_id);
+        self.adm.truncate(size).map_err(internal)?;
+        decided
+    }
+
+    /// [`Engine::propose_arrival`]'s decision once the newcomer is tenant `ti` of the network.
+    #[allow(clippy::too_many_arguments)]
+    fn decide_appended(
+        &self,
+        ti: usize,
+        mut decision: Decision,
+        mut record: TenantRecord,
+        c: &Candidate,
+        token_sha256: &str,
+        placer: Option<Placer>,
+        placer_id: Option<WorkloadId>,
+    ) -> Result<Proposal, ServiceError> {
+        let seq = decision.seq;
+        let net = self.adm.network();
         let deps: Vec<&str> = record.depends_on.iter().map(String::as_str).collect();
-        let out = adm
-            .arrive_with_dependencies(ti, &deps)
+        let arrival = self
+            .adm
+            .decide(ti, &deps)
             .map_err(|e| ServiceError::invalid("traffic", e.to_string()))?;
+        let out = &arrival.outcome;
         let mut admitted_idx: HashSet<usize> = self.live.values().map(|l| l.index).collect();
         admitted_idx.insert(ti);
-        decision.queues = queue_loads(&next, &admitted_idx, ti);
+        decision.queues = queue_loads(net, &admitted_idx, ti);
         decision.bound_s = out.bound_s;
         decision.reason = out.reason.clone();
-        if !out.admitted {
+        let Some(grant) = arrival.grant.clone().filter(|_| out.admitted) else {
             return Ok(self.rejection(decision));
-        }
-        let grant = adm
-            .grant(ti)
-            .cloned()
-            .ok_or_else(|| internal("an admitted tenant has no grant"))?;
-        record.group = adm.group(ti);
+        };
+        record.group = arrival.group(ti);
         record.admitted_bound_s = out.bound_s;
         decision.admitted = true;
         decision.priority = out.level;
-        decision.changed = changes(&next, &out.changed);
-        decision.limits = limits(&next, ti, &grant);
-        let state = adm.into_state();
+        decision.changed = changes(net, &out.changed);
+        decision.limits = limits(net, ti, &grant);
         let mut change = Change {
             decision: Some(decision.clone()),
             ..Change::default()
@@ -584,8 +627,8 @@ impl Engine {
             decision,
             change,
             next: Some(Next {
-                net: Some(next),
-                state: Some(state),
+                arrival: Some(arrival),
+                depart: None,
                 placer,
                 insert: Some(live),
                 remove: None,
@@ -604,8 +647,8 @@ impl Engine {
             },
             decision,
             next: logged.then_some(Next {
-                net: None,
-                state: None,
+                arrival: None,
+                depart: None,
                 placer: None,
                 insert: None,
                 remove: None,
@@ -620,8 +663,7 @@ impl Engine {
             what: "tenant",
             name: name.to_string(),
         })?;
-        let mut adm = Admission::resume(&self.net, self.state.clone()).map_err(internal)?;
-        let changed = adm.depart(l.index).map_err(internal)?;
+        let changed = self.adm.departure(l.index).map_err(internal)?;
         let mut placer = None;
         let mut change = Change::default();
         if let Some(id) = l.placer_id {
@@ -646,7 +688,7 @@ impl Engine {
             priority: None,
             reason: None,
             queues: Vec::new(),
-            changed: changes(&self.net, &changed),
+            changed: changes(self.adm.network(), &changed),
             limits: Vec::new(),
             at_ms: now_ms,
         };
@@ -654,19 +696,13 @@ impl Engine {
         change.delete_tenant = Some(name.to_string());
         // the departed tenant stays in the network, unbounded and unseen, until the next
         // rebuild; a name no request can use frees its own for a newcomer
-        let mut net = self.net.clone();
         let gone = format!("{name}~departed{}", decision.seq);
-        for &f in &net.tenants[l.index].flows {
-            let flow = &mut net.flows[f];
-            flow.name = format!("{gone}-{}", flow.stage.flow_suffix());
-        }
-        net.tenants[l.index].name = gone;
         Ok(Proposal {
             decision,
             change,
             next: Some(Next {
-                net: Some(net),
-                state: Some(adm.into_state()),
+                arrival: None,
+                depart: Some((l.index, gone)),
                 placer,
                 insert: None,
                 remove: Some(name.to_string()),
@@ -686,17 +722,31 @@ impl Engine {
         if p.change.decision.is_some() {
             self.seq = p.decision.seq;
         }
-        if let Some(net) = next.net {
-            self.net = net;
+        if let Some(h) = next.host {
+            self.adm
+                .extend(|b| Ok(b.host(h.name.clone(), h.link_bytes_per_s, h.storage_rate)))
+                .map_err(internal)?;
+            self.hosts.push(h);
         }
-        if let Some(state) = next.state {
-            self.state = state;
+        if let (Some(arrival), Some(l)) = (next.arrival, &next.insert) {
+            let ti = self
+                .adm
+                .extend(|b| add_tenant(b, &l.record))
+                .map_err(internal)?;
+            if ti != l.index {
+                return Err(internal(format!(
+                    "tenant {:?} was decided as tenant {} of the network but appended as {ti}",
+                    l.record.name, l.index
+                )));
+            }
+            self.adm.record(arrival).map_err(internal)?;
+        }
+        if let Some((index, gone)) = next.depart {
+            self.adm.depart(index).map_err(internal)?;
+            self.adm.rename(index, &gone).map_err(internal)?;
         }
         if let Some(placer) = next.placer {
             self.placer = placer;
-        }
-        if let Some(h) = next.host {
-            self.hosts.push(h);
         }
         if let Some(l) = next.insert {
             self.live.insert(l.record.name.clone(), l);
@@ -729,16 +779,16 @@ impl Engine {
     /// The mean load of every host's links with the admitted tenants [1 = the link's rate].
     pub fn link_loads(&self) -> Vec<(String, f64)> {
         let admitted: HashSet<usize> = self.live.values().map(|l| l.index).collect();
-        let mut load = vec![0.0; self.net.queues.len()];
-        for f in &self.net.flows {
+        let net = self.adm.network();
+        let mut load = vec![0.0; net.queues.len()];
+        for f in &net.flows {
             if admitted.contains(&f.tenant) {
                 for &q in &f.path {
                     load[q] += mean_rate(&f.mmpp, &f.arrival);
                 }
             }
         }
-        self.net
-            .queues
+        net.queues
             .iter()
             .zip(load)
             .map(|(q, l)| (q.name.clone(), l / q.rate))

@@ -8,6 +8,7 @@
 //! [`try_shared_dir`] to skip instead.
 
 pub mod fuzz;
+pub mod synthetic;
 
 use std::path::PathBuf;
 

@@ -2,4 +2,5 @@
 
 mod dnc;
 mod mg1;
+mod reach;
 mod snc;

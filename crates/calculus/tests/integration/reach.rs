@@ -1,0 +1,96 @@
+//! `Reach`'s two rules on random small clusters, for each analysis admission uses: a
+//! newcomer moves no bound outside [`Reach::affected`], and the affected tenants bounded on
+//! the network of their [`Reach::inputs`] get the bounds of the whole network.
+
+use proptest::prelude::*;
+use tailbound_calculus::{bound_all, Bound, BoundOptions, Method, Reach, TenantBound};
+use tailbound_model::Network;
+use tailbound_testdata::synthetic::{self, Cluster, Rng};
+
+/// The bound of tenant `name` in `bounds`.
+fn of<'a>(bounds: &'a [TenantBound], name: &str) -> &'a Bound {
+    &bounds
+        .iter()
+        .find(|b| b.name == name)
+        .expect("a bounded tenant")
+        .total
+}
+
+fn same(a: &Bound, b: &Bound) -> bool {
+    match (a, b) {
+        (Bound::Within(x), Bound::Within(y)) => (x - y).abs() <= 1e-9 * y.abs(),
+        (Bound::Unbounded(_), Bound::Unbounded(_)) => true,
+        _ => false,
+    }
+}
+
+fn sub(net: &Network, ids: &[usize]) -> Network {
+    net.subset(ids).0
+}
+
+fn check(method: Method, seed: u64, cluster: Cluster, tenants: usize) -> Result<(), TestCaseError> {
+    let net = synthetic::network(cluster, tenants, seed);
+    let mut rng = Rng::new(seed ^ 0xa11);
+    let newcomer = rng.below(tenants);
+    let present: Vec<usize> = (0..tenants)
+        .filter(|&t| t != newcomer && rng.unit() < 0.8)
+        .collect();
+    let mut after: Vec<usize> = present.iter().copied().chain([newcomer]).collect();
+    after.sort_unstable();
+    let levels: Vec<(usize, u32)> = after
+        .iter()
+        .copied()
+        .zip(net.priorities_of(&after))
+        .collect();
+    let reach = Reach::new(&net, &levels);
+    let level = levels
+        .iter()
+        .find(|&&(t, _)| t == newcomer)
+        .map(|&(_, l)| l);
+    let affected = reach.affected(&[(newcomer, level.unwrap_or(0))]);
+    prop_assert!(affected.contains(&newcomer));
+    let opts = BoundOptions::default();
+    let before = bound_all(&sub(&net, &present), method, &opts).unwrap();
+    let whole = bound_all(&sub(&net, &after), method, &opts).unwrap();
+    for &t in &present {
+        let name = &net.tenants[t].name;
+        if affected.binary_search(&t).is_err() {
+            prop_assert!(
+                same(of(&before, name), of(&whole, name)),
+                "{method}, seed {seed}: {name} is not affected by t{newcomer}, but its bound moved from {:?} to {:?}",
+                of(&before, name),
+                of(&whole, name)
+            );
+        }
+    }
+    let inputs = reach.inputs(&affected);
+    prop_assert!(affected.iter().all(|t| inputs.binary_search(t).is_ok()));
+    let near = bound_all(&sub(&net, &inputs), method, &opts).unwrap();
+    for &t in &affected {
+        let name = &net.tenants[t].name;
+        prop_assert!(
+            same(of(&near, name), of(&whole, name)),
+            "{method}, seed {seed}: {name} gets {:?} on its inputs {inputs:?}, {:?} on the whole network",
+            of(&near, name),
+            of(&whole, name)
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    #[test]
+    fn an_arrival_moves_only_affected_bounds_and_inputs_suffice(
+        seed in any::<u64>(),
+        clients in 1usize..5,
+        servers in 1usize..4,
+        tenants in 3usize..10,
+    ) {
+        let cluster = Cluster { clients, servers, link_bytes_per_s: 40e6 };
+        for method in [Method::SncMeister, Method::SncMartingale, Method::Dnc] {
+            check(method, seed, cluster, tenants)?;
+        }
+    }
+}
