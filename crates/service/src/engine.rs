@@ -314,7 +314,7 @@ impl Engine {
                 admitted: true,
                 priority: levels.get(&l.index).copied(),
                 server: Some(l.record.server.clone()),
-                limits: limits(&self.net, l.index, &l.grant),
+                limits: limits(self.adm.network(), l.index, &l.grant),
             })
             .collect();
         let ends = v
