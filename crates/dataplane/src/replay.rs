@@ -502,6 +502,13 @@ async fn exchange(
     })
     .await;
     in_flight.set(in_flight.get().saturating_sub(1));
+    // the connection's own timeouts (connect, read, write) are the request's: an error at or
+    // past the deadline is the timeout, whichever timer a late wake-up found expired first
+    let result = match result {
+        Ok(Err(_)) if tokio::time::Instant::now() >= deadline => Err(()),
+        Ok(r) => Ok(r),
+        Err(_) => Err(()),
+    };
     let mut o = out.borrow_mut();
     match result {
         Ok(Ok(())) => {
