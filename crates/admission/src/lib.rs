@@ -536,15 +536,7 @@ impl<'n> Admission<'n> {
     /// tenant has arrived since.
     pub fn record(&mut self, arrival: Arrival) -> Result<(), AdmissionError> {
         let tenant = arrival.outcome.tenant;
-        let len = self.net.tenants.len();
-        if tenant >= len {
-            return Err(AdmissionError::UnknownTenant { index: tenant, len });
-        }
-        if !self.arrived.insert(tenant) {
-            return Err(AdmissionError::Arrived(
-                self.net.tenants[tenant].name.clone(),
-            ));
-        }
+        self.mark_arrived(tenant)?;
         self.groups.extend(arrival.groups);
         if let Some(grant) = arrival.grant {
             self.admitted.insert(tenant, grant);
@@ -597,14 +589,8 @@ impl<'n> Admission<'n> {
         }
     }
 
-    /// Admits `tenant` with `grant` without a check: a decision made and recorded before (a
-    /// service restoring its state after a restart), in `group` if it joined one at arrival.
-    pub fn restore(
-        &mut self,
-        tenant: usize,
-        grant: Grant,
-        group: Option<String>,
-    ) -> Result<(), AdmissionError> {
+    /// Marks `tenant` arrived; an error if it is not in the network or has arrived already.
+    fn mark_arrived(&mut self, tenant: usize) -> Result<(), AdmissionError> {
         let len = self.net.tenants.len();
         if tenant >= len {
             return Err(AdmissionError::UnknownTenant { index: tenant, len });
@@ -614,6 +600,18 @@ impl<'n> Admission<'n> {
                 self.net.tenants[tenant].name.clone(),
             ));
         }
+        Ok(())
+    }
+
+    /// Admits `tenant` with `grant` without a check: a decision made and recorded before (a
+    /// service restoring its state after a restart), in `group` if it joined one at arrival.
+    pub fn restore(
+        &mut self,
+        tenant: usize,
+        grant: Grant,
+        group: Option<String>,
+    ) -> Result<(), AdmissionError> {
+        self.mark_arrived(tenant)?;
         if let Some(g) = group {
             self.groups.insert(tenant, g);
         }
