@@ -237,7 +237,7 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// also write the RTT histogram as an HdrHistogram percentile distribution (.hgrm, values
-    /// in µs) to this file; several configurations write FILE's name plus -<configuration>
+    /// in µs) to this file; several configurations write FILE's name plus -CONFIGURATION
     /// each (run-tcp-1KiB-x1-blocking.hgrm)
     #[arg(long, value_name = "FILE")]
     pub hgrm: Option<PathBuf>,
