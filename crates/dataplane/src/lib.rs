@@ -19,6 +19,7 @@
 pub mod blast;
 pub mod clock;
 pub mod error;
+pub mod file;
 pub mod memcache;
 pub mod netns;
 pub mod probe;

@@ -219,22 +219,15 @@ impl Agent {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let tmp = dir.join(format!(
-            ".agent-{}.{}.tmp",
-            self.args.host,
-            std::process::id()
-        ));
-        let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(dir)?;
-            let mut f = std::fs::File::create(&tmp)?;
-            std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.state)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("cannot write --state {}: {e}", self.state.display())
-        })
+        std::fs::create_dir_all(dir)
+            .and_then(|()| {
+                tailbound_dataplane::file::write_whole(
+                    &self.state,
+                    format!("{text}\n").as_bytes(),
+                    true,
+                )
+            })
+            .map_err(|e| anyhow::anyhow!("cannot write --state {}: {e}", self.state.display()))
     }
 }
 

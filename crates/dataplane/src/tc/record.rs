@@ -13,7 +13,6 @@
 use crate::error::TcError;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -180,22 +179,10 @@ impl Records {
         };
         let dir = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(dir).map_err(|e| err("create the directory of", e))?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         let text =
             serde_json::to_string(value).map_err(|e| err("encode", std::io::Error::other(e)))?;
-        let write = || -> std::io::Result<()> {
-            let mut f = File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.write_all(b"\n")?;
-            if sync {
-                f.sync_all()?;
-            }
-            std::fs::rename(&tmp, path)
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            err("write", e)
-        })
+        crate::file::write_whole(path, format!("{text}\n").as_bytes(), sync)
+            .map_err(|e| err("write", e))
     }
 
     /// Forgets an interface.
