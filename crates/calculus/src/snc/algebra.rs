@@ -40,7 +40,9 @@
 //! groups' outputs upstream) at thousands of θ, one θ search per flow. Every arrival without a
 //! Hölder operator below it (its value does not depend on the Hölder exponents) keeps its
 //! exact (ρ, σ) at the points θ_i = 10^{i/128} of one grid shared by the whole analysis
-//! ([`grid_theta`]), each computed once, on first use, from its inputs' grid values; an exact
+//! ([`grid_theta`]), each computed once, on first use, from its inputs' grid values (under
+//! the exact convolution rule, or under either rule when no convolution lies below: every
+//! flow's MMPP, the sums, and the outputs of single queues, whatever the θ search); an exact
 //! evaluation at a grid point reads them (exact, and cheap). With [`Eval::tabulated`], such an
 //! arrival is read between grid points by cubic interpolation in ln θ over the four nearest
 //! points (exact where every one is defined; at the domain's edges, where a neighbour is
@@ -170,10 +172,13 @@ struct ArrivalNode {
     deps: Deps,
     /// no Hölder operator below: the value depends on θ (and the convolution rule) only
     fixed: bool,
+    /// no convolution below: the value does not depend on the convolution rule either
+    rule_free: bool,
     /// supremum of θ where the MGFs below are finite, with every Hölder exponent 1 (the
     /// domain of a `fixed` arrival)
     sup: f64,
-    /// exact values at the shared grid's points under [`ConvolutionRule::Exact`] (module docs)
+    /// exact values at the shared grid's points under [`ConvolutionRule::Exact`], which are
+    /// those under either rule when `rule_free` (module docs)
     grid: Mutex<GridValues>,
 }
 
@@ -188,6 +193,15 @@ impl ArrivalNode {
                 total.0.fixed && parts.iter().all(|a| a.0.fixed)
             }
         };
+        let rule_free = match &kind {
+            ArrivalKind::Mmpp(_) => true,
+            ArrivalKind::Sum(parts) => parts.iter().all(|a| a.0.rule_free),
+            ArrivalKind::Aggregate(a, b, _) => a.0.rule_free && b.0.rule_free,
+            ArrivalKind::Output(a, s, _) => a.0.rule_free && s.0.rule_free,
+            ArrivalKind::Difference(total, parts) => {
+                total.0.rule_free && parts.iter().all(|a| a.0.rule_free)
+            }
+        };
         let sup = match &kind {
             ArrivalKind::Mmpp(m) => m.theta_sup(),
             ArrivalKind::Sum(parts) => parts.iter().map(|a| a.0.sup).fold(f64::INFINITY, f64::min),
@@ -199,6 +213,7 @@ impl ArrivalNode {
             kind,
             deps,
             fixed,
+            rule_free,
             sup,
             grid: Mutex::new(GridValues::default()),
         }
@@ -311,6 +326,8 @@ struct ServiceNode {
     deterministic: bool,
     /// no Hölder operator below (see [`ArrivalNode::fixed`])
     fixed: bool,
+    /// no convolution below (see [`ArrivalNode::rule_free`])
+    rule_free: bool,
     /// see [`ArrivalNode::sup`]
     sup: f64,
 }
@@ -322,6 +339,11 @@ impl ServiceNode {
             ServiceKind::Leftover(s, a, slot) => slot.is_none() && s.0.fixed && a.0.fixed,
             ServiceKind::Convolution(s, t, slot) => slot.is_none() && s.0.fixed && t.0.fixed,
         };
+        let rule_free = match &kind {
+            ServiceKind::Constant(_) => true,
+            ServiceKind::Leftover(s, a, _) => s.0.rule_free && a.0.rule_free,
+            ServiceKind::Convolution(..) => false,
+        };
         let sup = match &kind {
             ServiceKind::Constant(_) => f64::INFINITY,
             ServiceKind::Leftover(s, a, _) => s.0.sup.min(a.0.sup),
@@ -332,6 +354,7 @@ impl ServiceNode {
             deps,
             deterministic,
             fixed,
+            rule_free,
             sup,
         }
     }
@@ -359,7 +382,7 @@ impl MgfArrival {
     /// (ρ, σ) at θ, or `None` outside the domain; interpolated on the shared grid when
     /// `ev.tabulated` and this arrival has no Hölder operator below (module docs).
     pub fn bound(&self, theta: f64, ev: &Eval) -> Option<RhoSigma> {
-        if self.0.fixed && ev.convolution == ConvolutionRule::Exact {
+        if self.0.fixed && (ev.convolution == ConvolutionRule::Exact || self.0.rule_free) {
             if ev.tabulated {
                 return self.interpolated(theta, ev);
             }
@@ -433,8 +456,10 @@ impl MgfArrival {
             return self.exact(theta, ev);
         }
         let i = lo as i32;
-        // near an MGF's pole the values blow up faster than a cubic follows
-        if 2.0 * grid_theta(i + 2) > self.0.sup {
+        // near an MGF's pole the values blow up faster than a cubic follows: the error grows
+        // like (h/δ)⁴ for a grid step h = ln 10/128 at a distance δ = ln(θ_sup/θ), 3e-5 at
+        // δ = ln 1.25 (the search corrects it with exact values, see `search`)
+        if 1.25 * grid_theta(i + 2) > self.0.sup {
             return self.exact(theta, ev);
         }
         if !(1e-9..=1.0 - 1e-9).contains(&t) {

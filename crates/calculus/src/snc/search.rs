@@ -28,7 +28,10 @@
 //!   grid step (1/256 decade) from the continuous minimum costs about (ln 10/256)²/2 ≈ 4e-5
 //!   at unit relative curvature; a property test checks it stays within 0.1 % of the all-exact
 //!   search ([`minimise_exact`]). Should neither point be defined, the all-exact search runs
-//!   instead.
+//!   instead. [`ThetaSearch::Grid`] sweeps the interpolated values too (under the original's
+//!   convolution rule every arrival without a convolution below is read off the grid) and
+//!   evaluates d exactly at the θ the sweep chose: the original's sweep points, its choice
+//!   among them unchanged but where two are within the interpolation's error, and d exact.
 
 use super::algebra::{grid_below, grid_theta, ConvolutionRule, Eval, LatencyProblem};
 use crate::ThetaSearch;
@@ -210,10 +213,26 @@ pub fn minimise(
     convolution: ConvolutionRule,
 ) -> Option<Minimum> {
     // the Hölder exponents' descent compares bounds a few 1e-4 apart: it runs on exact values
-    if search != ThetaSearch::Brent
-        || convolution != ConvolutionRule::Exact
-        || !problem.slots().is_empty()
-    {
+    if !problem.slots().is_empty() {
+        return minimise_in(problem, slot_count, search, convolution, false);
+    }
+    if search == ThetaSearch::Grid {
+        // the original's sweep on the shared grid, then d exact at the θ it chose (not at the
+        // grid points around it, which could beat the original's sweep where it is coarse)
+        let exact_at = |m: Minimum| -> Option<Minimum> {
+            let ev = Eval {
+                hoelder: &m.hoelder,
+                convolution,
+                tabulated: false,
+            };
+            let steps = problem.steps_at(m.theta, &ev)?;
+            Some(Minimum { steps, ..m })
+        };
+        return minimise_in(problem, slot_count, search, convolution, true)
+            .and_then(exact_at)
+            .or_else(|| minimise_exact(problem, slot_count, search, convolution));
+    }
+    if convolution != ConvolutionRule::Exact {
         return minimise_in(problem, slot_count, search, convolution, false);
     }
     let exact = |m: Minimum| -> Option<Minimum> {
