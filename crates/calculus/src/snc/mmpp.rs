@@ -672,22 +672,22 @@ mod tests {
         // states that never saw a request (identity rows), over five decades of θ
         let mut states = Vec::new();
         let mut p = vec![vec![0.0; 10]; 10];
-        for i in 0..10 {
+        for (i, row) in p.iter_mut().enumerate() {
             let isolated = (4..8).contains(&i);
             states.push((
                 2.5e-5 * (i + 1) as f64,
                 if isolated { 1e-6 } else { 3e4 / (i + 1) as f64 },
             ));
             if isolated {
-                p[i][i] = 1.0;
+                row[i] = 1.0;
                 continue;
             }
             let mut leave = 0.0;
             for j in (0..10).filter(|j| !(4..8).contains(j) && *j != i) {
-                p[i][j] = 1e-6 * ((i * 7 + j * 3) % 5 + 1) as f64;
-                leave += p[i][j];
+                row[j] = 1e-6 * ((i * 7 + j * 3) % 5 + 1) as f64;
+                leave += row[j];
             }
-            p[i][i] = 1.0 - leave;
+            row[i] = 1.0 - leave;
         }
         let sup = 1.0 / 3e4;
         let mut steps = 0;
