@@ -13,7 +13,7 @@ use tailbound_enforce_plan::{ClassRole, PlanOptions, PriorAllocations};
 use tailbound_model::Stage;
 use tailbound_testbed::enforce;
 use tailbound_testbed::run::{self as tb_run, prepare, sizes, RunOptions};
-use tailbound_testbed::testbed::{Testbed, AGGRESSOR_NICE, NICE};
+use tailbound_testbed::testbed::{session_nice, SessionNice, Testbed, AGGRESSOR_NICE, NICE};
 
 fn options(duration_s: f64, scale: f64) -> RunOptions {
     let mut o = RunOptions {
@@ -180,4 +180,20 @@ fn the_aggressor_runs_below_the_hosts() {
         "the sink stopped"
     );
     assert!(own_namespaces().is_empty(), "{:?}", own_namespaces());
+}
+
+/// Nice values act only within a session (autogroup): the replay raises its session to the
+/// hosts' priority while it runs and restores it after.
+#[test]
+fn the_hosts_session_is_raised_while_the_guard_lives() {
+    let Some(_turn) = turn() else { return };
+    let Some(before) = session_nice() else {
+        eprintln!("skipped: this kernel has no autogroups");
+        return;
+    };
+    {
+        let _raised = SessionNice::set(NICE);
+        assert_eq!(session_nice(), Some(NICE));
+    }
+    assert_eq!(session_nice(), Some(before));
 }
