@@ -8,10 +8,12 @@
 //!   report merging, the last allocation for enforcers that restart, and staleness. No I/O;
 //!   every call takes `now`.
 //! * [`server`] — the axum routes and the step task (`tailbound vdc serve`).
-//! * [`client`] — the hyper client the enforcers use (`tailbound_enforcer::link`).
+//! * [`client`] — the hyper client the enforcers use (`tailbound_enforcer::link`), of `vdc
+//!   serve` or of a VDC of `tailbound serve`.
 //!
 //! What lives elsewhere: the allocation itself (`tailbound-allocation`), the enforcers
-//! (`tailbound-enforcer`), the long-running service with persistence (issue 24).
+//! (`tailbound-enforcer`), the long-running service with persistence (`tailbound-service`: a
+//! [`ControlState`] per VDC under `/v1/vdcs/{vdc}`, its [`Snapshot`] in SQLite).
 
 pub mod client;
 pub mod http;
@@ -21,4 +23,4 @@ pub mod state;
 
 pub use client::{ClientError, ControlClient};
 pub use server::Service;
-pub use state::{ControlConfig, ControlError, ControlState};
+pub use state::{ControlConfig, ControlError, ControlState, Snapshot};

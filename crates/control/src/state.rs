@@ -67,6 +67,31 @@ impl ControlError {
     }
 }
 
+/// The controller's durable state (see [`ControlState::snapshot`]), as JSON in a database.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// control steps run so far
+    pub epoch: u64,
+    pub enforcers: Vec<EnforcerSnapshot>,
+    /// the last allocation per flow and hop [tokens/s]
+    pub rates: Vec<Vec<f64>>,
+    /// its guaranteed part [tokens/s]
+    pub local_rates: Vec<Vec<f64>>,
+    /// the demand estimates it was computed from [tokens/s]
+    pub demand: Vec<Vec<f64>>,
+}
+
+/// A registered enforcer in a [`Snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnforcerSnapshot {
+    pub id: String,
+    /// its flows, `tenant/flow`
+    pub flows: Vec<String>,
+    pub reports: u64,
+}
+
 /// Reports of one flow since the last step, merged.
 #[derive(Debug, Clone)]
 struct Merged {
@@ -142,6 +167,9 @@ pub struct ControlState {
     names: Vec<String>,
     index: HashMap<String, usize>,
     merged: Vec<Option<Merged>>,
+    /// after [`ControlState::restore`]: the stored demand, as one interval's report, for the
+    /// first step's flows that no enforcer reported (so their allocation holds)
+    seed: Vec<Option<FlowReport>>,
     enforcers: BTreeMap<String, Enforcer>,
     owner: Vec<Option<String>>,
     last: ControlOutput,
@@ -201,6 +229,7 @@ impl ControlState {
             names,
             index,
             merged: vec![None; n],
+            seed: vec![None; n],
             enforcers: BTreeMap::new(),
             owner: vec![None; n],
             last,
@@ -410,8 +439,11 @@ impl ControlState {
         }
         let interval = self.cfg.controller.interval_ns;
         for (i, m) in self.merged.iter_mut().enumerate() {
+            let seed = self.seed[i].take();
             if let Some(m) = m.take() {
                 self.controller.report(i, m.finish(interval))?;
+            } else if let Some(r) = seed {
+                self.controller.report(i, r)?;
             }
         }
         if let Some(out) = self.controller.poll(now_ns)? {
@@ -430,6 +462,111 @@ impl ControlState {
             }
         }
         Ok(true)
+    }
+
+    /// What must survive a restart of the service hosting this controller: the step count,
+    /// which enforcer enforces which flows, and the last allocation (with the demand and
+    /// capacity it was computed from). Reports not yet used by a step and the estimators'
+    /// histories are not kept: after a restart the first report of a flow starts its demand
+    /// estimate again.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            epoch: self.epoch,
+            enforcers: self
+                .enforcers
+                .iter()
+                .map(|(id, e)| EnforcerSnapshot {
+                    id: id.clone(),
+                    flows: e.flows.iter().map(|&i| self.names[i].clone()).collect(),
+                    reports: e.reports,
+                })
+                .collect(),
+            rates: self.last.allocation.rates.clone(),
+            local_rates: self.last.allocation.local_rates.clone(),
+            demand: self.last.demand.clone(),
+        }
+    }
+
+    /// Takes back what [`ControlState::snapshot`] kept; the enforcers count as heard at
+    /// `now_ns` (each has `stale_after` intervals to report again before it is flagged). The
+    /// first step after it uses the stored demand of the flows no enforcer reported, so a
+    /// silent enforcer's allocation holds across the restart as it does without one.
+    ///
+    /// # Errors
+    /// [`ControlError`] when the snapshot does not fit this datacenter (vectors without one
+    /// entry per flow and hop, non-finite rates, unknown flows, bad ids); nothing changes
+    /// then.
+    pub fn restore(&mut self, s: &Snapshot, now_ns: u64) -> Result<(), ControlError> {
+        let dc = self.datacenter();
+        let bad = |m: String| ControlError::Invalid(format!("stored controller state: {m}"));
+        for (what, v) in [
+            ("rates", &s.rates),
+            ("local_rates", &s.local_rates),
+            ("demand", &s.demand),
+        ] {
+            if v.len() != dc.flows.len() {
+                return Err(bad(format!(
+                    "{what} has {} flows; the datacenter has {}",
+                    v.len(),
+                    dc.flows.len()
+                )));
+            }
+            for (i, r) in v.iter().enumerate() {
+                if r.len() != dc.flows[i].hops.len() || !r.iter().all(|x| x.is_finite()) {
+                    return Err(bad(format!(
+                        "{what} of flow {:?} is not {} finite numbers",
+                        self.names[i],
+                        dc.flows[i].hops.len()
+                    )));
+                }
+            }
+        }
+        let mut enforcers = BTreeMap::new();
+        let mut owner = vec![None; self.names.len()];
+        for e in &s.enforcers {
+            Self::check_id(&e.id)?;
+            let flows = e
+                .flows
+                .iter()
+                .map(|f| self.flow(f))
+                .collect::<Result<Vec<_>, _>>()?;
+            for &f in &flows {
+                owner[f] = Some(e.id.clone());
+            }
+            enforcers.insert(
+                e.id.clone(),
+                Enforcer {
+                    flows,
+                    heard_ns: now_ns,
+                    reports: e.reports,
+                    stale: false,
+                },
+            );
+        }
+        let interval_s = self.cfg.controller.interval_ns as f64 * 1e-9;
+        self.seed = s
+            .demand
+            .iter()
+            .map(|d| {
+                let used: Vec<f64> = d.iter().map(|x| x * interval_s).collect();
+                let zero = vec![0.0; d.len()];
+                d.iter().any(|&x| x > 0.0).then(|| FlowReport {
+                    utilization: used.clone(),
+                    backlog: zero.clone(),
+                    queueing: zero.clone(),
+                    outstanding: zero,
+                    completed: used,
+                    samples: Vec::new(),
+                })
+            })
+            .collect();
+        self.enforcers = enforcers;
+        self.owner = owner;
+        self.epoch = s.epoch;
+        self.last.allocation.rates.clone_from(&s.rates);
+        self.last.allocation.local_rates.clone_from(&s.local_rates);
+        self.last.demand.clone_from(&s.demand);
+        Ok(())
     }
 
     /// Everything the status page shows.
@@ -662,6 +799,47 @@ flows = [{ name = "b-kv", src = "b", dst = "kv" }]
         )
         .unwrap();
         assert!(!s.status(5 * S).enforcers[0].stale);
+    }
+
+    #[test]
+    fn a_snapshot_restores_registrations_and_the_last_allocation() {
+        let mut s = state();
+        let reg = Register {
+            flows: vec!["A/a-kv".into(), "B/b-kv".into()],
+        };
+        s.register("e1", &reg, 0).unwrap();
+        let r = Report {
+            span_ns: S,
+            flows: vec![stats("A/a-kv", 9e5, 0.0), stats("B/b-kv", 1e5, 0.0)],
+        };
+        s.report("e1", r, S - 1).unwrap();
+        s.step(S).unwrap();
+        let before = s.allocation("e1", S).unwrap();
+        let snap = s.snapshot();
+        let json = serde_json::to_string(&snap).unwrap();
+        // a new controller (the service restarted) at another time on a new clock
+        let mut t = state();
+        t.restore(&serde_json::from_str(&json).unwrap(), 7).unwrap();
+        let after = t.allocation("e1", 7).unwrap();
+        assert_eq!(after.epoch, before.epoch);
+        assert_eq!(after.flows, before.flows);
+        assert!(after.flows[0].rates[1] > 8e5, "{after:?}");
+        assert_eq!(t.status(7).flows[1].enforcer.as_deref(), Some("e1"));
+        // steps without reports keep it, as they do without a restart
+        assert!(t.step(S).unwrap() && t.step(2 * S).unwrap());
+        let held = t.allocation("e1", 2 * S).unwrap();
+        assert_eq!(held.epoch, before.epoch + 2);
+        for (h, b) in held.flows.iter().zip(&before.flows) {
+            for (x, y) in h.rates.iter().zip(&b.rates) {
+                assert!((x - y).abs() <= 1e-6 * y.max(1.0), "{held:?} {before:?}");
+            }
+        }
+        // a snapshot of another datacenter is refused and changes nothing
+        let mut wrong = snap;
+        wrong.rates.pop();
+        let e = t.restore(&wrong, 7).unwrap_err();
+        assert!(e.to_string().contains("rates has 1 flows"), "{e}");
+        assert_eq!(t.allocation("e1", 7).unwrap().flows, before.flows);
     }
 
     #[test]

@@ -239,3 +239,12 @@ pub struct AgentView {
     /// when it last asked [ms since the Unix epoch]
     pub seen_ms: u64,
 }
+
+/// `POST /v1/hosts/{host}/token`: a host agent's token, shown once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostToken {
+    pub host: String,
+    /// `Authorization: Bearer TOKEN` for `GET /v1/hosts/{host}/decisions` (and the VDC
+    /// enforcer routes as enforcer `host`); the service keeps only its SHA-256
+    pub token: String,
+}

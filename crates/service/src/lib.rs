@@ -14,6 +14,10 @@
 //!   `/metrics` ([`metrics`]), `/openapi.json` ([`openapi`]), the read-only status page
 //!   `/status` ([`status`]), the host agents' route (`GET /v1/hosts/{host}/decisions`, read
 //!   by `tailbound agent`).
+//! * [`vdc`], [`vdc_api`]: Pulsar's VDCs, each with its own `tailbound_control::ControlState`
+//!   (the controller of `tailbound vdc serve`), served to enforcers under `/v1/vdcs/{vdc}`
+//!   with the protocol of `tailbound_control::protocol`; files and controller snapshots in
+//!   SQLite.
 //! * [`client`]: a hyper client of the routes (`tailbound tenant`, tests).
 //!
 //! What is not here: the policies and the calculus (their crates), characterizing traces
@@ -31,6 +35,8 @@ pub mod openapi;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod vdc;
+pub mod vdc_api;
 
 pub use error::ServiceError;
 pub use server::{router, serve, AdminToken, Config, Service};

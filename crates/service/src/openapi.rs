@@ -49,6 +49,15 @@ fn name_param() -> Value {
     json!([{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}])
 }
 
+/// `ops` with the path parameters `names` (strings).
+fn with_params(mut ops: Value, names: &[&str]) -> Value {
+    ops["parameters"] = names
+        .iter()
+        .map(|n| json!({"name": n, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    ops
+}
+
 /// The document.
 pub fn document() -> Value {
     let write = [400, 401, 403, 413, 415, 422, 429];
@@ -98,7 +107,7 @@ pub fn document() -> Value {
             }},
             "/v1/bounds": {"get": op("Every admitted tenant's bound now (a tenant's token: its own)", true, None, ("200", "Bounds"), &[401])},
             "/v1/hosts/{host}/decisions": {"get": {
-                "summary": "What a host's tc agent enforces (admin token): the admitted tenants whose client or server is the host, with priority and limits, at a version that only grows (the latest decision's number). With `since`, waits up to `wait` seconds for a newer version (long poll); `applied` reports the agent's applied version (GET /v1/agents, /status)",
+                "summary": "What a host's tc agent enforces (the admin token, or the host's own from POST /v1/hosts/{host}/token; another host's token gets 403): the admitted tenants whose client or server is the host, with priority and limits, at a version that only grows (the latest decision's number). With `since`, waits up to `wait` seconds for a newer version (long poll); `applied` reports the agent's applied version (GET /v1/agents, /status)",
                 "security": [{"bearer": []}],
                 "parameters": [
                     {"name": "host", "in": "path", "required": true, "schema": {"type": "string"}},
@@ -116,7 +125,21 @@ pub fn document() -> Value {
                     "429": {"description": error_text(429), "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
                 }
             }},
+            "/v1/hosts/{host}/token": with_params(json!({"post": op("Issue the host agent's token (admin): it reads only this host's decisions and acts only as enforcer {host} of VDCs; shown once, stored as its SHA-256; an earlier token of the host stops working", true, None, ("201", "HostToken"), &[401, 403, 404])}), &["host"]),
             "/v1/agents": {"get": op("Host agents as last seen: applied version, how many decisions behind, when (admin)", true, None, ("200", "Agents"), &[401, 403])},
+            "/v1/vdcs": {
+                "get": op("Hosted VDCs (admin)", true, None, ("200", "Vdcs"), &[401, 403]),
+                "post": op("Submit a VDC file (Pulsar): validated as `tailbound vdc check` does, stored, and given its own controller, reached by enforcers at /v1/vdcs/{vdc} (admin)", true, Some("NewVdc"), ("201", "Vdc"), &[400, 401, 403, 409, 413, 415, 422]),
+            },
+            "/v1/vdcs/{vdc}": with_params(json!({
+                "get": op("A VDC with its file (admin)", true, None, ("200", "Vdc"), &[401, 403, 404]),
+                "delete": op("Remove a VDC: its controller stops, its enforcers get 404 (admin)", true, None, ("200", "Vdc"), &[401, 403, 404]),
+            }), &["vdc"]),
+            "/v1/vdcs/{vdc}/datacenter": with_params(json!({"get": op("What an enforcer fetches first: the compiled VDC file, the control interval, samples per interval, minimum rate, carry-over (tailbound_control::protocol::DatacenterInfo; admin or a host token)", true, None, ("200", "ControlDatacenter"), &[401, 403, 404])}), &["vdc"]),
+            "/v1/vdcs/{vdc}/status": with_params(json!({"get": op("The VDC's allocations: every flow's demand estimate, allocation and guaranteed part per hop; enforcers (stale ones flagged, they keep their last allocation); resources; violated tenants (tailbound_control::protocol::Status; admin or a host token)", true, None, ("200", "ControlStatus"), &[401, 403, 404])}), &["vdc"]),
+            "/v1/vdcs/{vdc}/enforcers/{id}/register": with_params(json!({"post": op("An enforcer registers the flows it polices (tenant/flow) and gets their allocation; stored before it is answered (admin, or the token of host {id})", true, Some("ControlRegister"), ("200", "ControlAllocation"), &[400, 401, 403, 404, 413, 415, 422])}), &["vdc", "id"]),
+            "/v1/vdcs/{vdc}/enforcers/{id}/report": with_params(json!({"post": op("An enforcer's report of one interval: per flow and hop, utilization, backlog, queueing, outstanding and completed tokens; answers its latest allocation vectors (admin, or the token of host {id})", true, Some("ControlReport"), ("200", "ControlAllocation"), &[400, 401, 403, 404, 413, 415, 422])}), &["vdc", "id"]),
+            "/v1/vdcs/{vdc}/enforcers/{id}/allocation": with_params(json!({"get": op("An enforcer's latest allocation vectors (admin, or the token of host {id})", true, None, ("200", "ControlAllocation"), &[400, 401, 403, 404])}), &["vdc", "id"]),
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -180,7 +203,41 @@ fn schemas() -> Value {
             "endpoints": {"type": "array", "items": {"type": "object", "properties": {"tenant": {"type": "string"}, "client": {"type": "string"}, "server": {"type": "string"}}}}
         }},
         "Agents": {"type": "array", "items": {"type": "object", "properties": {"host": {"type": "string"}, "applied": {"type": "integer"}, "behind": {"type": "integer"}, "seen_ms": {"type": "integer"}}}},
+        "HostToken": {"type": "object", "properties": {"host": {"type": "string"}, "token": {"type": "string", "description": "shown once"}}},
         "Tenants": {"type": "array", "items": {"$ref": "#/components/schemas/Tenant"}},
+        "NewVdc": {"type": "object", "required": ["name"], "additionalProperties": false, "description": "exactly one of spec, toml", "properties": {
+            "name": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
+            "spec": {"type": "object", "description": "a VDC file as JSON: header_bytes, servers, appliances, tenants (tailbound_allocation::vdc)"},
+            "toml": {"type": "string", "description": "the text of a TOML VDC file"},
+            "controller": {"type": "object", "additionalProperties": false, "properties": {
+                "interval_s": {"type": "number", "default": 1.0}, "global": {"type": "string", "enum": ["drf", "hdrf", "first-fit"], "default": "hdrf"},
+                "estimate": {"type": "boolean", "default": true}, "demand_gain": {"type": "number", "default": 0.5},
+                "link_headroom": {"type": "number", "default": 0.05}, "samples": {"type": "integer", "default": 10},
+                "min_rate": {"type": "number", "default": 1e5}, "carry_s": {"type": "number", "default": 0.1}, "stale_after": {"type": "integer", "default": 3}
+            }}
+        }},
+        "Vdc": {"type": "object", "properties": {
+            "name": {"type": "string"}, "controller": {"type": "object"}, "tenants": {"type": "array", "items": {"type": "string"}},
+            "flows": {"type": "integer"}, "epoch": {"type": "integer", "description": "control steps run"},
+            "enforcers": {"type": "integer"}, "stale": {"type": "integer"}, "spec": {"type": "object"}
+        }},
+        "Vdcs": {"type": "array", "items": {"$ref": "#/components/schemas/Vdc"}},
+        "ControlDatacenter": {"type": "object", "properties": {"interval_ns": {"type": "integer"}, "samples_per_interval": {"type": "integer"}, "min_rate": {"type": "number"}, "carry_s": {"type": "number"}, "datacenter": {"type": "object"}}},
+        "ControlRegister": {"type": "object", "required": ["flows"], "additionalProperties": false, "properties": {"flows": {"type": "array", "items": {"type": "string", "description": "tenant/flow"}}}},
+        "ControlReport": {"type": "object", "required": ["span_ns", "flows"], "additionalProperties": false, "properties": {
+            "span_ns": {"type": "integer", "minimum": 1},
+            "flows": {"type": "array", "items": {"type": "object", "required": ["flow", "report"], "properties": {"flow": {"type": "string"}, "report": {"type": "object", "description": "per hop: utilization, backlog, queueing, outstanding, completed; samples"}}}}
+        }},
+        "ControlAllocation": {"type": "object", "properties": {
+            "epoch": {"type": "integer"}, "interval_ns": {"type": "integer"}, "next_step_in_ns": {"type": "integer"},
+            "flows": {"type": "array", "items": {"type": "object", "properties": {"flow": {"type": "string"}, "rates": {"type": "array", "items": {"type": "number"}}}}}
+        }},
+        "ControlStatus": {"type": "object", "properties": {
+            "epoch": {"type": "integer"}, "interval_ns": {"type": "integer"},
+            "enforcers": {"type": "array", "items": {"type": "object"}}, "flows": {"type": "array", "items": {"type": "object"}},
+            "resources": {"type": "array", "items": {"type": "object"}}, "violated": {"type": "array", "items": {"type": "string"}},
+            "overcommitted": {"type": "array", "items": {"type": "string"}}
+        }},
         "Bounds": {"type": "array", "items": {"type": "object", "properties": {"tenant": {"type": "string"}, "slo": {"type": "object"}, "priority": {"type": "integer"}, "bound_s": {"type": "number", "nullable": true}, "meets_slo": {"type": "boolean"}}}}
     })
 }

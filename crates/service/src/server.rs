@@ -3,10 +3,11 @@
 //! committed to the [`Store`] in one transaction and only then applied in memory and answered;
 //! a failed commit answers 500 and changes nothing.
 //!
-//! Authentication: `Authorization: Bearer TOKEN`, the admin token or a tenant's own (handed
-//! out once, when it was admitted). Every route under `/v1` needs one; mutating routes answer
-//! 401 without a valid token; a tenant's token sees and departs only its own tenancy (403 for
-//! another's). `/healthz`, `/metrics`, `/openapi.json` and the read-only status page
+//! Authentication: `Authorization: Bearer TOKEN`, the admin token, a tenant's own (handed
+//! out once, when it was admitted) or a host agent's (`POST /v1/hosts/{host}/token`). Every
+//! route under `/v1` needs one; mutating routes answer 401 without a valid token; a tenant's
+//! token sees and departs only its own tenancy (403 for another's); a host's token reads only
+//! that host's decisions and acts only as enforcer `{host}` of VDCs ([`crate::vdc_api`]). `/healthz`, `/metrics`, `/openapi.json` and the read-only status page
 //! `/status` are open.
 
 use crate::api::{Admitted, DecisionKind, Health, NewHost, NewTenant};
@@ -50,7 +51,17 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/decisions"),
     ("get", "/v1/bounds"),
     ("get", "/v1/hosts/{host}/decisions"),
+    ("post", "/v1/hosts/{host}/token"),
     ("get", "/v1/agents"),
+    ("get", "/v1/vdcs"),
+    ("post", "/v1/vdcs"),
+    ("get", "/v1/vdcs/{vdc}"),
+    ("delete", "/v1/vdcs/{vdc}"),
+    ("get", "/v1/vdcs/{vdc}/datacenter"),
+    ("get", "/v1/vdcs/{vdc}/status"),
+    ("post", "/v1/vdcs/{vdc}/enforcers/{id}/register"),
+    ("post", "/v1/vdcs/{vdc}/enforcers/{id}/report"),
+    ("get", "/v1/vdcs/{vdc}/enforcers/{id}/allocation"),
 ];
 
 /// How the service runs.
@@ -108,8 +119,14 @@ pub struct Service {
     config: Config,
     /// per-client buckets: mutating requests, reads
     limits: Mutex<(RateLimits, RateLimits)>,
-    /// the rate limits' clock (a manual one in tests)
-    clock: Arc<dyn Clock>,
+    /// the rate limits' and the VDC controllers' clock (a manual one in tests)
+    pub(crate) clock: Arc<dyn Clock>,
+    /// the hosted VDCs' controllers (lock order: `vdcs`, then `inner`)
+    vdcs: Mutex<crate::vdc::Vdcs>,
+    /// the VDC step task re-reads the next step time
+    pub(crate) vdc_wake: tokio::sync::Notify,
+    /// host agents' tokens: digest → host
+    host_tokens: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -197,6 +214,21 @@ impl Service {
             seq = engine.seq(),
             "state restored"
         );
+        let mut vdcs = crate::vdc::Vdcs::default();
+        for row in store.vdcs()? {
+            vdcs.insert(crate::vdc::Hosted::load(
+                &row.name,
+                &row.spec,
+                &row.settings,
+                row.snapshot.as_deref(),
+                clock.now_ns(),
+            )?);
+        }
+        let host_tokens = store
+            .host_tokens()?
+            .into_iter()
+            .map(|(host, digest)| (digest, host))
+            .collect();
         let (version, _) = tokio::sync::watch::channel(engine.seq());
         let service = Service {
             version,
@@ -218,6 +250,9 @@ impl Service {
                 RateLimits::new(config.reads_per_s, config.read_burst, MAX_LIMITED_CLIENTS),
             )),
             clock,
+            vdcs: Mutex::new(vdcs),
+            host_tokens: Mutex::new(host_tokens),
+            vdc_wake: tokio::sync::Notify::new(),
         };
         Ok((Arc::new(service), generated))
     }
@@ -228,7 +263,50 @@ impl Service {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn caller(&self, headers: &HeaderMap) -> Result<Caller, ServiceError> {
+    /// The hosted VDCs (take before [`Service::store`] when both are needed).
+    pub(crate) fn vdcs(&self) -> MutexGuard<'_, crate::vdc::Vdcs> {
+        // every ControlState method validates before it changes anything
+        self.vdcs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the database.
+    pub(crate) fn with_store<T>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
+        f(&mut self.inner().store)
+    }
+
+    /// Runs every VDC control step due now on the service's clock and stores the controllers'
+    /// new state; returns how many stepped. With a manual clock, call it after moving the
+    /// clock (the step task waits for real time).
+    ///
+    /// # Errors
+    /// The database refused the new state (the controllers stepped in memory).
+    pub fn step_vdcs(&self) -> Result<usize, ServiceError> {
+        let mut vdcs = self.vdcs();
+        let stepped = vdcs.step(self.clock.now_ns());
+        let rows = stepped
+            .iter()
+            .map(|(name, snap)| Ok((name.clone(), serde_json::to_string(snap)?)))
+            .collect::<Result<Vec<_>, ServiceError>>()?;
+        if !rows.is_empty() {
+            self.with_store(|store| store.set_vdc_snapshots(&rows))?;
+        }
+        Ok(rows.len())
+    }
+
+    /// The caller of a tenant or admin route: a host's token is refused there (403).
+    pub(crate) fn caller(&self, headers: &HeaderMap) -> Result<Caller, ServiceError> {
+        match self.who(headers)? {
+            Who::Admin => Ok(Caller::Admin),
+            Who::Tenant(t) => Ok(Caller::Tenant(t)),
+            Who::Host(h) => Err(host_refused(&h)),
+        }
+    }
+
+    /// Who presents the request's token: the admin, a tenant or a host's agent.
+    pub(crate) fn who(&self, headers: &HeaderMap) -> Result<Who, ServiceError> {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Err(ServiceError::Unauthorized(
                 "no token; send Authorization: Bearer TOKEN (the admin token, or the tenant's own)"
@@ -239,18 +317,26 @@ impl Service {
             ServiceError::Unauthorized("the Authorization header is not \"Bearer TOKEN\"".into())
         })?;
         if auth::matches(token, &self.admin_sha256) {
-            return Ok(Caller::Admin);
+            return Ok(Who::Admin);
         }
         let d = auth::digest(token);
+        if let Some(host) = self
+            .host_tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&d)
+        {
+            return Ok(Who::Host(host.clone()));
+        }
         match self.inner().engine.tenant_with_token(&d) {
-            Some(name) => Ok(Caller::Tenant(name.to_string())),
+            Some(name) => Ok(Who::Tenant(name.to_string())),
             None => Err(ServiceError::Unauthorized(
-                "the token is not valid (unknown, or its tenant departed)".into(),
+                "the token is not valid (unknown, its tenant departed, or its host was given a new one)".into(),
             )),
         }
     }
 
-    fn admin(&self, headers: &HeaderMap) -> Result<(), ServiceError> {
+    pub(crate) fn admin(&self, headers: &HeaderMap) -> Result<(), ServiceError> {
         match self.caller(headers)? {
             Caller::Admin => Ok(()),
             Caller::Tenant(t) => Err(ServiceError::Forbidden(format!(
@@ -318,10 +404,27 @@ impl Service {
     }
 }
 
+/// The 403 for a host's token on a route that is not its agent's.
+fn host_refused(host: &str) -> ServiceError {
+    ServiceError::Forbidden(format!(
+        "host {host:?}'s token reads only GET /v1/hosts/{host}/decisions and acts as enforcer {host:?} of VDCs; this needs the admin token or a tenant's"
+    ))
+}
+
+/// Who may use the tenant and admin routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Caller {
+pub(crate) enum Caller {
     Admin,
     Tenant(String),
+}
+
+/// Whose token a request presents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Who {
+    Admin,
+    Tenant(String),
+    /// a host agent's token (`POST /v1/hosts/{host}/token`)
+    Host(String),
 }
 
 fn now_ms() -> u64 {
@@ -330,7 +433,7 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-struct Failure(ServiceError);
+pub(crate) struct Failure(ServiceError);
 
 impl From<ServiceError> for Failure {
     fn from(e: ServiceError) -> Failure {
@@ -362,16 +465,16 @@ impl IntoResponse for Failure {
     }
 }
 
-type Shared = State<Arc<Service>>;
-type Answer = Result<Response, Failure>;
+pub(crate) type Shared = State<Arc<Service>>;
+pub(crate) type Answer = Result<Response, Failure>;
 
-fn json<T: Serialize>(status: StatusCode, v: &T) -> Answer {
+pub(crate) fn json<T: Serialize>(status: StatusCode, v: &T) -> Answer {
     Ok((status, Json(v)).into_response())
 }
 
 /// The body as JSON of `T`: 415 unless the content type is JSON, 413 past the size limit, 400
 /// naming the field when it does not parse.
-fn body<T: serde::de::DeserializeOwned>(
+pub(crate) fn body<T: serde::de::DeserializeOwned>(
     s: &Service,
     headers: &HeaderMap,
     bytes: Result<Bytes, BytesRejection>,
@@ -403,7 +506,7 @@ fn body<T: serde::de::DeserializeOwned>(
 }
 
 /// Runs blocking work (characterization, SQLite) off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
 ) -> Result<T, ServiceError> {
     tokio::task::spawn_blocking(f)
@@ -458,6 +561,8 @@ const STATUS_DECISIONS: u64 = 20;
 async fn status(State(s): Shared) -> Answer {
     let s2 = s.clone();
     let page = blocking(move || {
+        // lock order: vdcs, then inner
+        let vdcs = s2.vdcs().statuses(s2.clock.now_ns());
         let mut inner = s2.inner();
         let seq = inner.engine.seq();
         let bounds = match inner.bounds.take() {
@@ -474,6 +579,7 @@ async fn status(State(s): Shared) -> Answer {
             loads: &inner.engine.link_loads(),
             decisions: &decisions,
             agents: &s2.agents(),
+            vdcs: &vdcs,
         });
         inner.bounds = Some((seq, bounds));
         Ok(page)
@@ -731,7 +837,22 @@ async fn host_decisions(
     UrlPath(host): UrlPath<String>,
     RawQuery(q): RawQuery,
 ) -> Answer {
-    s.admin(&headers)?;
+    match s.who(&headers)? {
+        Who::Admin => {}
+        Who::Host(h) if h == host => {}
+        Who::Host(h) => {
+            return Err(ServiceError::Forbidden(format!(
+                "host {h:?}'s token reads host {h:?}'s decisions only, not {host:?}'s"
+            ))
+            .into())
+        }
+        Who::Tenant(t) => {
+            return Err(ServiceError::Forbidden(format!(
+                "tenant {t:?}'s token cannot read a host's decisions; use the admin token or the host's own"
+            ))
+            .into())
+        }
+    }
     let q = host_query(q.as_deref())?;
     if !s.inner().engine.hosts().iter().any(|h| h.name == host) {
         return Err(ServiceError::NotFound {
@@ -791,6 +912,37 @@ impl Service {
             })
             .collect()
     }
+}
+
+/// `POST /v1/hosts/{host}/token`: a new token for the host's agent (shown once, stored as its
+/// digest); an earlier one of the host stops working.
+async fn host_token(
+    State(s): Shared,
+    headers: HeaderMap,
+    UrlPath(host): UrlPath<String>,
+) -> Answer {
+    s.admin(&headers)?;
+    let s2 = s.clone();
+    let answer = blocking(move || {
+        let token = auth::new_token();
+        let digest = auth::digest(&token);
+        let inner = s2.inner();
+        if !inner.engine.hosts().iter().any(|h| h.name == host) {
+            return Err(ServiceError::NotFound {
+                what: "host",
+                name: host,
+            });
+        }
+        inner.store.set_host_token(&host, &digest)?;
+        drop(inner);
+        let mut tokens = s2.host_tokens.lock().unwrap_or_else(|e| e.into_inner());
+        tokens.retain(|_, h| *h != host);
+        tokens.insert(digest, host.clone());
+        tracing::info!(host = %host, "host token issued");
+        Ok(crate::api::HostToken { host, token })
+    })
+    .await?;
+    json(StatusCode::CREATED, &answer)
 }
 
 async fn agents(State(s): Shared, headers: HeaderMap) -> Answer {
@@ -853,7 +1005,9 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/decisions", get(decisions))
         .route("/v1/bounds", get(bounds))
         .route("/v1/hosts/{host}/decisions", get(host_decisions))
+        .route("/v1/hosts/{host}/token", axum::routing::post(host_token))
         .route("/v1/agents", get(agents))
+        .merge(crate::vdc_api::routes())
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             service.clone(),
@@ -872,12 +1026,19 @@ pub async fn serve(
     service: Arc<Service>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let steps = tokio::spawn(crate::vdc_api::run_steps(service.clone(), async move {
+        let _ = stop_rx.changed().await;
+    }));
+    let r = axum::serve(
         listener,
         router(service).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
-    .await
+    .await;
+    let _ = stop_tx.send(true);
+    let _ = steps.await;
+    r
 }
 
 #[cfg(test)]

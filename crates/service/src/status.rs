@@ -1,9 +1,11 @@
 //! The read-only status page (`GET /status`): plain server-rendered HTML, no script, refreshed
 //! by the browser every few seconds: tenants with their bound now against their SLO, every
-//! queue's mean load and headroom, the latest decisions.
+//! queue's mean load and headroom, the latest decisions, the hosted VDCs and their enforcers.
 
 use crate::api::{AgentView, BoundView, Decision, DecisionKind, HostView};
+use crate::vdc::VdcView;
 use std::fmt::Write;
+use tailbound_control::protocol::Status;
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -18,6 +20,8 @@ pub struct StatusView<'a> {
     pub decisions: &'a [Decision],
     /// host agents as last seen
     pub agents: &'a [AgentView],
+    /// hosted VDCs with their controllers' status
+    pub vdcs: &'a [(VdcView, Status)],
 }
 
 fn esc(s: &str) -> String {
@@ -117,6 +121,37 @@ pub fn render(v: &StatusView<'_>) -> String {
             if d.kind == DecisionKind::Depart { "-".into() } else { ms(d.bound_s) },
             esc(d.reason.as_deref().unwrap_or(""))
         );
+    }
+    h.push_str("</table><h2>VDCs</h2><table id=\"vdcs\"><tr><th>VDC</th><th>tenants</th><th>flows</th><th>control steps</th><th>enforcers</th><th>stale</th><th>overcommitted</th></tr>");
+    for (view, st) in v.vdcs {
+        let _ = write!(
+            h,
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if view.stale > 0 || !st.overcommitted.is_empty() { " class=\"miss\"" } else { "" },
+            esc(&view.name),
+            esc(&view.tenants.join(", ")),
+            view.flows,
+            view.epoch,
+            view.enforcers,
+            view.stale,
+            esc(&st.overcommitted.join(", "))
+        );
+    }
+    h.push_str("</table><h2>Enforcers</h2><table id=\"enforcers\"><tr><th>VDC</th><th>enforcer</th><th>flows</th><th>reports</th><th>silent</th><th>state</th></tr>");
+    for (view, st) in v.vdcs {
+        for e in &st.enforcers {
+            let _ = write!(
+                h,
+                "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td><td>{}</td></tr>",
+                if e.stale { " class=\"miss\"" } else { "" },
+                esc(&view.name),
+                esc(&e.id),
+                esc(&e.flows.join(", ")),
+                e.reports,
+                e.silent_s,
+                if e.stale { "stale: keeps its last allocation" } else { "reporting" }
+            );
+        }
     }
     h.push_str("</table></body></html>\n");
     h

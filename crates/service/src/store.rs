@@ -12,7 +12,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &["
+pub const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE hosts (
         seq INTEGER PRIMARY KEY,
@@ -42,7 +43,27 @@ pub const MIGRATIONS: &[&str] = &["
         tenant TEXT NOT NULL,
         workload TEXT
     );
-"];
+",
+    "
+    -- Pulsar VDCs: the file (JSON of tailbound_allocation::VdcSpec), the controller's
+    -- settings, and its durable state (JSON of tailbound_control::Snapshot) after each step
+    -- and registration
+    CREATE TABLE vdcs (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        spec TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        snapshot TEXT
+    );
+",
+    "
+    -- host agents' tokens (SHA-256), one per host: a new one replaces the old
+    CREATE TABLE host_tokens (
+        host TEXT PRIMARY KEY,
+        token_sha256 TEXT NOT NULL
+    );
+",
+];
 
 /// An admitted tenant as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +84,18 @@ pub struct PlacementEvent {
     pub tenant: String,
     /// JSON of `tailbound_placement::Workload`; `None`: a departure
     pub workload: Option<String>,
+}
+
+/// A hosted VDC as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VdcRow {
+    pub name: String,
+    /// JSON of `tailbound_allocation::VdcSpec`
+    pub spec: String,
+    /// JSON of [`crate::vdc::VdcSettings`]
+    pub settings: String,
+    /// JSON of `tailbound_control::Snapshot`; `None` before its first step was stored
+    pub snapshot: Option<String>,
 }
 
 /// Everything one decision changes, committed in one transaction.
@@ -244,6 +277,77 @@ impl Store {
             out.push(serde_json::from_str(&body?)?);
         }
         Ok(out)
+    }
+
+    /// Host agents' tokens: (host, SHA-256 digest).
+    pub fn host_tokens(&self) -> Result<Vec<(String, String)>, ServiceError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT host, token_sha256 FROM host_tokens ORDER BY host")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores `host`'s token digest, replacing an earlier one.
+    pub fn set_host_token(&self, host: &str, digest: &str) -> Result<(), ServiceError> {
+        self.conn.execute(
+            "INSERT INTO host_tokens (host, token_sha256) VALUES (?1, ?2)
+             ON CONFLICT (host) DO UPDATE SET token_sha256 = excluded.token_sha256",
+            params![host, digest],
+        )?;
+        Ok(())
+    }
+
+    /// Hosted VDCs in submission order.
+    pub fn vdcs(&self) -> Result<Vec<VdcRow>, ServiceError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT name, spec, settings, snapshot FROM vdcs ORDER BY seq")?;
+        let rows = st.query_map([], |r| {
+            Ok(VdcRow {
+                name: r.get(0)?,
+                spec: r.get(1)?,
+                settings: r.get(2)?,
+                snapshot: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores a new VDC.
+    ///
+    /// # Errors
+    /// The name is taken (the caller checks first) or the database refused.
+    pub fn insert_vdc(&self, v: &VdcRow) -> Result<(), ServiceError> {
+        self.conn.execute(
+            "INSERT INTO vdcs (name, spec, settings, snapshot) VALUES (?1, ?2, ?3, ?4)",
+            params![v.name, v.spec, v.settings, v.snapshot],
+        )?;
+        Ok(())
+    }
+
+    /// Removes VDC `name`; whether it was there.
+    pub fn delete_vdc(&self, name: &str) -> Result<bool, ServiceError> {
+        Ok(self
+            .conn
+            .execute("DELETE FROM vdcs WHERE name = ?1", [name])?
+            > 0)
+    }
+
+    /// Replaces the controller snapshots of the named VDCs, in one transaction.
+    pub fn set_vdc_snapshots(
+        &mut self,
+        snapshots: &[(String, String)],
+    ) -> Result<(), ServiceError> {
+        let tx = self.conn.transaction()?;
+        for (name, snapshot) in snapshots {
+            tx.execute(
+                "UPDATE vdcs SET snapshot = ?2 WHERE name = ?1",
+                params![name, snapshot],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Commits `change` in one transaction.

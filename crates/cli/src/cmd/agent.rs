@@ -19,7 +19,8 @@
 //! directions of the host pair); two such tenants on one host pair cannot be told apart and
 //! the plan says so: list them in the map with their ports.
 //!
-//! Auth: the service's admin token (`--token-file`, or `TAILBOUND_TOKEN`).
+//! Auth: the host's own token (`POST /v1/hosts/HOST/token`, admin) or the service's admin token
+//! (`--token-file`, or `TAILBOUND_TOKEN`).
 
 use crate::output;
 use crate::Outcome;
@@ -59,8 +60,9 @@ pub struct AgentArgs {
     /// where the tc enforcer remembers each interface's configuration before the first apply
     #[arg(long, value_name = "DIR", default_value = tc::DEFAULT_STATE_DIR)]
     pub tc_state_dir: PathBuf,
-    /// a file holding the service's admin token (default: the TAILBOUND_TOKEN environment
-    /// variable)
+    /// a file holding the host's own token (`POST /v1/hosts/HOST/token`: it reads only this
+    /// host's decisions) or the service's admin token (default: the TAILBOUND_TOKEN
+    /// environment variable)
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// seconds each long poll waits for a newer version

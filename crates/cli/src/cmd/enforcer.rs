@@ -8,7 +8,9 @@
 //! ```
 //!
 //! With `--controller` the flows, their costs and their allocations come from `tailbound vdc
-//! serve`; with `--vdc` (no controller) every flow gets the allocation `tailbound vdc alloc`
+//! serve` (`http://HOST:PORT`) or from a VDC of `tailbound serve`
+//! (`http://HOST:PORT/v1/vdcs/NAME`, with `--token-file`: the admin token, or the token of
+//! the host named by `--id`); with `--vdc` (no controller) every flow gets the allocation `tailbound vdc alloc`
 //! shows for backlogged flows, or no limit with `--unlimited`. Runs until SIGINT or SIGTERM.
 
 use super::vdc::load_vdc;
@@ -90,8 +92,8 @@ pub struct EnforcerArgs {
     /// authenticate first with memcached's text auth; needs --auth-file); repeatable
     #[arg(long, value_name = "[TENANT/FLOW=]ADDR", value_parser = listen_arg, required = true)]
     pub listen: Vec<ListenArg>,
-    /// the controller (`tailbound vdc serve`), http://HOST:PORT: flows, costs and
-    /// allocations come from it
+    /// the controller: `tailbound vdc serve` at http://HOST:PORT, or a VDC of `tailbound
+    /// serve` at http://HOST:PORT/v1/vdcs/NAME; flows, costs and allocations come from it
     #[arg(
         long,
         value_name = "URL",
@@ -99,6 +101,10 @@ pub struct EnforcerArgs {
         required_unless_present = "vdc"
     )]
     pub controller: Option<String>,
+    /// a file holding the token `tailbound serve` wants (the admin token, or the token of
+    /// the host named by --id); default: the TAILBOUND_TOKEN environment variable, if set
+    #[arg(long, value_name = "FILE", requires = "controller")]
+    pub token_file: Option<PathBuf>,
     /// a VDC file instead of a controller: static allocation of backlogged flows
     #[arg(long, value_name = "VDC_FILE")]
     pub vdc: Option<PathBuf>,
@@ -217,7 +223,15 @@ async fn run_async(a: EnforcerArgs) -> anyhow::Result<Outcome> {
     // the datacenter: from the controller, or a file
     let (dc, client, info) = match (&a.controller, &a.vdc) {
         (Some(url), _) => {
-            let client = ControlClient::new(url, timeout).context("--controller")?;
+            let token = match &a.token_file {
+                Some(p) => Some(super::serve::read_token_file(p, "--token-file")?),
+                None => std::env::var("TAILBOUND_TOKEN")
+                    .ok()
+                    .filter(|t| !t.trim().is_empty()),
+            };
+            let client = ControlClient::new(url, timeout)
+                .context("--controller")?
+                .with_token(token);
             let info = fetch_datacenter(&client).await.with_context(|| {
                 format!("cannot fetch the datacenter from the controller at {url}")
             })?;

@@ -1,6 +1,7 @@
 //! `tailbound serve --db FILE --listen ADDR [--admin-token-file FILE]`: the controller service
-//! (`tailbound-service`): tenants admitted and placed one at a time over HTTP/JSON, state in
-//! SQLite. Without `--admin-token-file`, the token stored in the database is kept; a new
+//! (`tailbound-service`): tenants admitted and placed one at a time over HTTP/JSON, Pulsar's
+//! VDCs and their controllers (`/v1/vdcs`; enforcers: `tailbound vdc enforcer --controller
+//! http://ADDR/v1/vdcs/NAME`), host agents' tokens, state in SQLite. Without `--admin-token-file`, the token stored in the database is kept; a new
 //! database gets a fresh one, printed once on stdout.
 
 use crate::output;

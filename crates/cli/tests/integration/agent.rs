@@ -16,7 +16,7 @@ use tailbound_dataplane::netns::{LinkOptions, TwoHosts};
 use tailbound_dataplane::tc::{read_host_map, read_state, Enforcer, Target};
 use tailbound_enforce_plan::{diff, plan, PlanOptions};
 use tailbound_model::Stage;
-use tailbound_service::api::{Admitted, AgentView, Decision, HostDecisions};
+use tailbound_service::api::{Admitted, AgentView, Decision, HostDecisions, HostToken};
 use tailbound_service::client::ServiceClient;
 
 const ADMIN: &str = "tb_agent-test-admin";
@@ -138,7 +138,7 @@ impl Setup<'_> {
             "--tc-state-dir",
             &self.path("tc"),
             "--token-file",
-            &self.path("admin.token"),
+            &self.path(&format!("{host}.token")),
             "--wait",
             "5",
         ]
@@ -269,6 +269,18 @@ fn an_agent_applies_its_hosts_decisions_survives_a_service_kill_and_catches_up()
                 )
                 .await
                 .unwrap();
+            // each agent authenticates with its own host's token
+            let (status, t): (u16, HostToken) = s
+                .admin()
+                .call(
+                    Method::POST,
+                    &format!("/v1/hosts/{name}/token"),
+                    None::<&()>,
+                )
+                .await
+                .unwrap();
+            assert_eq!(status, 201);
+            std::fs::write(s.path(&format!("{name}.token")), t.token).unwrap();
         }
     });
     s.arrive(0);

@@ -1,7 +1,9 @@
 //! `tailbound vdc check|alloc|serve` and `tailbound vdc enforcer`: the operator's VDC files, the
-//! controller and an enforcer in front of a real memcached, as separate processes.
+//! controller (`vdc serve`, or a VDC of `tailbound serve`) and an enforcer in front of a real
+//! memcached, as separate processes.
 
 use crate::common::{addr_in, json, stderr, tailbound, Running};
+use hyper::Method;
 use std::io::{Read, Write};
 use std::time::Duration;
 use tailbound_allocation::Datacenter;
@@ -9,6 +11,7 @@ use tailbound_cli::report::VdcAllocReport;
 use tailbound_control::protocol::Status;
 use tailbound_dataplane::memcache::server::available;
 use tailbound_dataplane::memcache::{Memcached, MemcachedOptions};
+use tailbound_service::client::ServiceClient;
 
 const EXAMPLE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -136,4 +139,89 @@ fn controller_and_enforcer_serve_a_tenant_and_stop_cleanly() {
     assert_eq!(status.enforcers[0].flows, ["C/c1-kv"]);
     assert_eq!(enf.stop(), Some(0));
     assert_eq!(ctl.stop(), Some(0));
+}
+
+#[test]
+fn an_enforcer_pointed_at_tailbound_serve_registers_reports_and_serves_a_tenant() {
+    if !available() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "memcached is not installed"
+        );
+        eprintln!("skipped: memcached is not installed");
+        return;
+    }
+    const ADMIN: &str = "tb_vdc-test-admin";
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, ADMIN).unwrap();
+    let db = dir.path().join("s.db");
+    let mc = Memcached::start(&MemcachedOptions::default()).unwrap();
+    let mut svc = Running::spawn(&[
+        "serve",
+        "--db",
+        db.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-token-file",
+        token.to_str().unwrap(),
+    ]);
+    let line = svc.lines_until("listening on").pop().unwrap();
+    let base = format!("http://{}", addr_in(&line));
+    let admin = ServiceClient::new(&base, Some(ADMIN.into()), Duration::from_secs(30)).unwrap();
+    let rt = crate::serve::rt();
+    let vdc = serde_json::json!({
+        "name": "dc1",
+        "toml": std::fs::read_to_string(EXAMPLE).unwrap(),
+        "controller": {"interval_s": 0.2}
+    });
+    let (status, _): (u16, serde_json::Value) = rt
+        .block_on(admin.call(Method::POST, "/v1/vdcs", Some(&vdc)))
+        .unwrap();
+    assert_eq!(status, 201);
+    let backend = mc.addr().to_string();
+    let url = format!("{base}/v1/vdcs/dc1");
+    let mut enf = Running::spawn(&[
+        "vdc",
+        "enforcer",
+        "--backend",
+        &backend,
+        "--controller",
+        &url,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--listen",
+        "C/c1-kv=127.0.0.1:0",
+        "--id",
+        "kv-1",
+    ]);
+    let lines = enf.lines_until("registered");
+    let port_line = lines.iter().find(|l| l.contains("C/c1-kv on")).unwrap();
+    let mut c = std::net::TcpStream::connect(addr_in(port_line)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"set k 0 0 2\r\nhi\r\nget k\r\n").unwrap();
+    let want = b"STORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n";
+    let mut got = vec![0; want.len()];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, want);
+    // the service's controller has the enforcer and, within a bounded wait, its reports
+    let started = std::time::Instant::now();
+    let status = loop {
+        let (_, st): (u16, Status) = rt
+            .block_on(admin.call(Method::GET, "/v1/vdcs/dc1/status", None::<&()>))
+            .unwrap();
+        if st.enforcers.first().is_some_and(|e| e.reports >= 2) {
+            break st;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no reports from the enforcer: {st:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.enforcers[0].id, "kv-1");
+    assert_eq!(status.enforcers[0].flows, ["C/c1-kv"]);
+    assert!(status.epoch >= 2, "{status:?}");
+    assert_eq!(enf.stop(), Some(0));
+    assert_eq!(svc.stop(), Some(0));
 }

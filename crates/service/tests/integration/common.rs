@@ -140,3 +140,37 @@ pub async fn host(c: &ServiceClient, name: &str, link: &str, storage: Option<f64
         .unwrap();
     assert_eq!(status, 201);
 }
+
+/// A VDC file (pulsar §3): two tenants whose flows share appliance `kv` (1e6 tokens/s, 4e5
+/// guaranteed to each), links far from binding, capacities as configured.
+pub const VDC_TOML: &str = r#"
+header_bytes = 0
+[[servers]]
+name = "s0"
+link = 1e10
+[[appliances]]
+name = "kv"
+server = "s0"
+capacity = 1e6
+estimate = false
+[[tenants]]
+name = "A"
+vms = [{ name = "a", server = "s0", link = 1e9 }]
+appliances = [{ name = "kv", appliance = "kv", guarantee = 4e5 }]
+flows = [{ name = "a-kv", src = "a", dst = "kv" }]
+[[tenants]]
+name = "B"
+vms = [{ name = "b", server = "s0", link = 1e9 }]
+appliances = [{ name = "kv", appliance = "kv", guarantee = 4e5 }]
+flows = [{ name = "b-kv", src = "b", dst = "kv" }]
+"#;
+
+/// `POST /v1/vdcs` of [`VDC_TOML`] as `name`, stepping every second with the configured
+/// capacities and no link headroom (what `tailbound vdc alloc` assumes).
+pub fn new_vdc(name: &str) -> Value {
+    json!({
+        "name": name,
+        "toml": VDC_TOML,
+        "controller": {"interval_s": 1.0, "estimate": false, "link_headroom": 0.0}
+    })
+}

@@ -1,12 +1,12 @@
 //! The catalogue of bad requests: each gets the right 4xx, a JSON body saying what is wrong
 //! and naming the field, and the state is unchanged afterwards.
 
-use crate::common::{host, mmpp_flow, mmpp_tenant, tenant, Server, ADMIN};
+use crate::common::{host, mmpp_flow, mmpp_tenant, new_vdc, tenant, Server, ADMIN};
 use bytes::Bytes;
 use hyper::Method;
 use serde_json::{json, Value};
 use tailbound_dataplane::clock::ManualClock;
-use tailbound_service::api::{Admitted, ErrorBody, Health};
+use tailbound_service::api::{Admitted, ErrorBody, Health, HostToken};
 use tailbound_service::client::{ClientError, ServiceClient};
 use tailbound_service::{AdminToken, Config, Service};
 
@@ -74,6 +74,28 @@ async fn every_bad_request_gets_its_4xx_naming_the_field_and_changes_nothing() {
         .unwrap();
     let token_a = a.token.unwrap();
     let token_b = b.token.unwrap();
+    // a VDC with enforcer e1 of A's flow
+    let (_, _): (u16, Value) = c
+        .call(Method::POST, "/v1/vdcs", Some(&new_vdc("dc")))
+        .await
+        .unwrap();
+    let (_, _): (u16, Value) = c
+        .call(
+            Method::POST,
+            "/v1/vdcs/dc/enforcers/e1/register",
+            Some(&json!({"flows": ["A/a-kv"]})),
+        )
+        .await
+        .unwrap();
+    let (_, issued): (u16, HostToken) = c
+        .call(Method::POST, "/v1/hosts/client0/token", None::<&()>)
+        .await
+        .unwrap();
+    let host_token = issued.token;
+    let (_, vdc_before): (u16, Value) = c
+        .call(Method::GET, "/v1/vdcs/dc/status", None::<&()>)
+        .await
+        .unwrap();
     let (_, before): (u16, Health) = c.call(Method::GET, "/healthz", None::<&()>).await.unwrap();
 
     let ok = mmpp_tenant("new", "client0", "server1", "50ms");
@@ -536,6 +558,229 @@ async fn every_bad_request_gets_its_4xx_naming_the_field_and_changes_nothing() {
             None,
         ),
     ]);
+    // VDCs: the errors of `tailbound vdc check` for the file, and the controller protocol's
+    let v = "/v1/vdcs";
+    let vdc = new_vdc("dc2");
+    let spec = json!({"name": "dc2", "spec": {"servers": [{"name": "s0", "link": 1e9}], "appliances": [], "tenants": []}});
+    let report = |flow: &str, hops: usize, span: u64| {
+        let x = vec![1.0; hops];
+        json!({"span_ns": span, "flows": [{"flow": flow, "report": {"utilization": x, "backlog": x, "queueing": x, "outstanding": x, "completed": x}}]})
+    };
+    cases.extend([
+        bad(
+            "a VDC file that is not TOML",
+            v,
+            with(&vdc, |x| x["toml"] = json!("[[servers]]\nname = ")),
+            400,
+            Some("toml"),
+        ),
+        bad(
+            "a VDC server with a negative link",
+            v,
+            with(&vdc, |x| {
+                x["toml"] = json!(crate::common::VDC_TOML.replace("link = 1e10", "link = -1"))
+            }),
+            422,
+            Some("toml"),
+        ),
+        bad(
+            "a VDC flow to an unknown appliance",
+            v,
+            with(&vdc, |x| {
+                x["toml"] = json!(crate::common::VDC_TOML.replace("dst = \"kv\"", "dst = \"db\""))
+            }),
+            422,
+            Some("toml"),
+        ),
+        bad(
+            "a VDC link of the wrong type",
+            v,
+            with(&spec, |x| x["spec"]["servers"][0]["link"] = json!("fast")),
+            400,
+            Some("spec.servers[0].link"),
+        ),
+        bad(
+            "a VDC server with an unknown key",
+            v,
+            with(&spec, |x| x["spec"]["servers"][0]["speed"] = json!(1)),
+            400,
+            Some("spec.servers[0].speed"),
+        ),
+        bad("a VDC without flows", v, spec.clone(), 422, Some("spec")),
+        bad(
+            "a VDC with neither spec nor toml",
+            v,
+            json!({"name": "dc2"}),
+            400,
+            Some("spec"),
+        ),
+        bad(
+            "a VDC with both spec and toml",
+            v,
+            with(&vdc, |x| x["spec"] = spec["spec"].clone()),
+            400,
+            Some("toml"),
+        ),
+        bad(
+            "a VDC name with a space",
+            v,
+            with(&vdc, |x| x["name"] = json!("dc 2")),
+            422,
+            Some("name"),
+        ),
+        bad(
+            "a VDC control interval of 0",
+            v,
+            with(&vdc, |x| x["controller"]["interval_s"] = json!(0)),
+            422,
+            Some("controller.interval_s"),
+        ),
+        bad(
+            "a VDC controller that never flags silent enforcers",
+            v,
+            with(&vdc, |x| x["controller"]["stale_after"] = json!(0)),
+            422,
+            Some("controller"),
+        ),
+        bad(
+            "an unknown global mechanism",
+            v,
+            with(&vdc, |x| x["controller"]["global"] = json!("fifo")),
+            400,
+            Some("controller.global"),
+        ),
+        bad("a VDC name taken", v, new_vdc("dc"), 409, Some("name")),
+        Bad {
+            token: None,
+            ..bad("a VDC without a token", v, vdc.clone(), 401, None)
+        },
+        Bad {
+            token: Some(token_a.clone()),
+            ..bad("a VDC with a tenant's token", v, vdc.clone(), 403, None)
+        },
+        bad(
+            "an enforcer registers an unknown flow",
+            "/v1/vdcs/dc/enforcers/e2/register",
+            json!({"flows": ["A/nope"]}),
+            422,
+            Some("flows"),
+        ),
+        bad(
+            "an enforcer id with a space",
+            "/v1/vdcs/dc/enforcers/e%202/register",
+            json!({"flows": ["A/a-kv"]}),
+            400,
+            Some("id"),
+        ),
+        bad(
+            "an enforcer registers at an unknown VDC",
+            "/v1/vdcs/ghost/enforcers/e1/register",
+            json!({"flows": ["A/a-kv"]}),
+            404,
+            None,
+        ),
+        bad(
+            "a report of an enforcer that has not registered",
+            "/v1/vdcs/dc/enforcers/e2/report",
+            report("A/a-kv", 3, 1_000_000_000),
+            404,
+            None,
+        ),
+        bad(
+            "a report of a flow another enforcer polices",
+            "/v1/vdcs/dc/enforcers/e1/report",
+            report("B/b-kv", 3, 1_000_000_000),
+            422,
+            Some("flows"),
+        ),
+        bad(
+            "a report with a vector short of the flow's hops",
+            "/v1/vdcs/dc/enforcers/e1/report",
+            report("A/a-kv", 2, 1_000_000_000),
+            422,
+            Some("report"),
+        ),
+        bad(
+            "a report of an empty span",
+            "/v1/vdcs/dc/enforcers/e1/report",
+            report("A/a-kv", 3, 0),
+            422,
+            Some("report"),
+        ),
+        bad(
+            "a report without its span",
+            "/v1/vdcs/dc/enforcers/e1/report",
+            json!({"flows": []}),
+            400,
+            Some("span_ns"),
+        ),
+        empty(
+            "a VDC's allocations with a tenant's token",
+            Method::GET,
+            "/v1/vdcs/dc/status",
+            Some(token_b.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "an enforcer's allocation without a token",
+            Method::GET,
+            "/v1/vdcs/dc/enforcers/e1/allocation",
+            None,
+            401,
+            None,
+        ),
+        Bad {
+            token: Some(host_token.clone()),
+            ..bad(
+                "an enforcer with another host's token",
+                "/v1/vdcs/dc/enforcers/e1/register",
+                json!({"flows": ["A/a-kv"]}),
+                403,
+                None,
+            )
+        },
+        empty(
+            "another host's decisions with a host's token",
+            Method::GET,
+            "/v1/hosts/server1/decisions",
+            Some(host_token.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "the tenants with a host's token",
+            Method::GET,
+            "/v1/tenants",
+            Some(host_token.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "a host token issued with a tenant's token",
+            Method::POST,
+            "/v1/hosts/client0/token",
+            Some(token_a.clone()),
+            403,
+            None,
+        ),
+        empty(
+            "a token for an unknown host",
+            Method::POST,
+            "/v1/hosts/ghost/token",
+            Some(ADMIN.into()),
+            404,
+            None,
+        ),
+        empty(
+            "remove an unknown VDC",
+            Method::DELETE,
+            "/v1/vdcs/ghost",
+            Some(ADMIN.into()),
+            404,
+            None,
+        ),
+    ]);
     assert!(cases.len() >= 30);
     let raw = ServiceClient::new(&s.url(), None, std::time::Duration::from_secs(60)).unwrap();
     let mut failures = Vec::new();
@@ -576,6 +821,14 @@ async fn every_bad_request_gets_its_4xx_naming_the_field_and_changes_nothing() {
     // nothing changed
     let (_, after): (u16, Health) = c.call(Method::GET, "/healthz", None::<&()>).await.unwrap();
     assert_eq!(after, before);
+    let (_, vdcs): (u16, Vec<Value>) = c.call(Method::GET, "/v1/vdcs", None::<&()>).await.unwrap();
+    assert_eq!(vdcs.len(), 1, "{vdcs:?}");
+    let (_, vdc_after): (u16, Value) = c
+        .call(Method::GET, "/v1/vdcs/dc/status", None::<&()>)
+        .await
+        .unwrap();
+    assert_eq!(vdc_after["enforcers"][0]["reports"], 0, "{vdc_after}");
+    assert_eq!(vdc_after["flows"], vdc_before["flows"]);
 }
 
 /// A request over a plain socket: the status line and headers of the answer, lower-cased.

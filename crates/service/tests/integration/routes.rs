@@ -32,7 +32,9 @@ async fn every_route_in_the_openapi_document_is_served() {
                 "{method} {path}"
             );
             let m: Method = method.to_uppercase().parse().unwrap();
-            let url = path.replace("{name}", "nobody").replace("{host}", "nobody");
+            let url = ["{name}", "{host}", "{vdc}", "{id}"]
+                .iter()
+                .fold(path.clone(), |p, k| p.replace(k, "nobody"));
             let a = s
                 .admin()
                 .raw(

@@ -87,6 +87,22 @@ async fn the_status_page_shows_tenants_queues_and_decisions_in_chromium() {
         );
         let _: (u16, Admitted) = c.call(Method::POST, "/v1/tenants", Some(&t)).await.unwrap();
     }
+    let _: (u16, serde_json::Value) = c
+        .call(
+            Method::POST,
+            "/v1/vdcs",
+            Some(&crate::common::new_vdc("dc1")),
+        )
+        .await
+        .unwrap();
+    let _: (u16, serde_json::Value) = c
+        .call(
+            Method::POST,
+            "/v1/vdcs/dc1/enforcers/hv-7/register",
+            Some(&serde_json::json!({"flows": ["A/a-kv", "B/b-kv"]})),
+        )
+        .await
+        .unwrap();
     let url = format!("{}/status", s.url());
     let dom = tokio::task::spawn_blocking(move || dump_dom(&browser, &url))
         .await
@@ -120,6 +136,16 @@ async fn the_status_page_shows_tenants_queues_and_decisions_in_chromium() {
         decisions.matches("<td>admitted</td>").count(),
         2,
         "{decisions}"
+    );
+    let vdcs = table("vdcs");
+    assert!(
+        vdcs.contains("<td>dc1</td><td>A, B</td><td>2</td>"),
+        "{vdcs}"
+    );
+    let enforcers = table("enforcers");
+    assert!(
+        enforcers.contains("<td>dc1</td><td>hv-7</td><td>A/a-kv, B/b-kv</td><td>0</td>"),
+        "{enforcers}"
     );
     s.stop().await;
 }
