@@ -7,9 +7,9 @@
 //! ```text
 //!  tenant hosts (netns, unshaped)        switch        server s0 (netns, link HTB-shaped each way)
 //!  ta: A, 4 conns × 8 GETs of 16 KiB ──┐                ┌─ enforcer proxy "cache" ─► memcached :11212
-//!  tb: B, 1 × 2 GETs of 8 KiB        ──┤── br0 ── p0 ═══┤  enforcer proxy "kv"    ─► memcached :11211
+//!  tb: B, 2 conns × 4 GETs of 8 KiB  ──┤── br0 ── p0 ═══┤  enforcer proxy "kv"    ─► memcached :11211
 //!  tc: C, 4 conns × 16 GETs of 512 B ──┤                └─ controller (HTTP, in-process, on lo)
-//!  td: D, 1 × 2 GETs of 16 KiB       ──┘
+//!  td: D, 2 conns × 2 GETs of 16 KiB ──┘
 //! ```
 //!
 //! **Scenario** (pulsar Fig. 9–11, scaled to one machine). A is the only tenant of a cache
@@ -20,7 +20,8 @@
 //! declares it at [`LINK_DECLARED`] of that (TCP/IP headers). Every appliance charges
 //! pulsar's cost function (8 Ktokens up to 8 KB, a token per byte above; Fig. 6(b)). A is
 //! aggressive on the network (32 large GETs outstanding), C on the appliance (64 small ones,
-//! each charged 8 Ktokens). Guarantees, as fractions of the link rate: 0.2 at each tenant's
+//! each charged 8 Ktokens); B and D keep 64 KiB outstanding, enough for their guarantees at
+//! tens of milliseconds of round trip (a busy machine), not when A's backlog fills the link. Guarantees, as fractions of the link rate: 0.2 at each tenant's
 //! appliance; VM links 0.22 (A, B, D) and 0.05 (C).
 //!
 //! **Modes**, all with the same clients, servers and shaping:
@@ -121,8 +122,8 @@ pub const TENANTS: [TenantLoad; 4] = [
         appliance: "kv",
         vm_link: 0.22,
         value_bytes: 8192,
-        connections: 1,
-        depth: 2,
+        connections: 2,
+        depth: 4,
     },
     TenantLoad {
         name: "C",
@@ -137,7 +138,7 @@ pub const TENANTS: [TenantLoad; 4] = [
         appliance: "kv",
         vm_link: 0.22,
         value_bytes: 16384,
-        connections: 1,
+        connections: 2,
         depth: 2,
     },
 ];
