@@ -191,6 +191,11 @@ impl Topology {
         opts: &TopologyOptions,
     ) -> Result<Topology, TestbedError> {
         check_scale(opts.scale)?;
+        if opts.port == 0 {
+            return Err(TestbedError::Input(
+                "memcached's port 0 is not a port; use 1 to 65535 (--port)".into(),
+            ));
+        }
         let plan = Plan::from_decisions(net, decisions).map_err(TestbedError::Decisions)?;
         if plan.tenants.is_empty() {
             return Err(TestbedError::Input(
@@ -237,7 +242,7 @@ impl Topology {
                 name: host.name.clone(),
                 label: format!("h{i}"),
                 ip: netns::host_ip(i).ok_or(TestbedError::TooManyHosts {
-                    hosts: used.len() + 1,
+                    hosts: used.len() + usize::from(opts.aggressor.is_some()),
                     max: netns::MAX_HOSTS,
                 })?,
                 rate_bytes_per_s: net.queues[host.egress].rate * opts.scale,
@@ -558,6 +563,12 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
         }
         let e = Topology::build(&scenario(), &decide(&[]), &opts(1.0)).unwrap_err();
         assert!(e.to_string().contains("admit no tenant"), "{e}");
+        let no_port = TopologyOptions {
+            port: 0,
+            ..opts(1.0)
+        };
+        let e = Topology::build(&scenario(), &decide(&["web"]), &no_port).unwrap_err();
+        assert!(e.to_string().contains("port 0 is not a port"), "{e}");
         let mut d = decide(&["web"]);
         d.tenants.pop();
         let e = Topology::build(&scenario(), &d, &opts(1.0)).unwrap_err();
@@ -610,7 +621,7 @@ model = { arrival = { model = "poisson", rate_per_s = 50 }, sizes = { model = "f
         };
         let e = Topology::build(&s.network, &d, &opts(1.0)).unwrap_err();
         assert!(
-            matches!(e, TestbedError::TooManyHosts { max, .. } if max == netns::MAX_HOSTS),
+            matches!(e, TestbedError::TooManyHosts { hosts, max } if hosts == netns::MAX_HOSTS + 1 && max == netns::MAX_HOSTS),
             "{e}"
         );
     }

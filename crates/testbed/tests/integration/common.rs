@@ -127,3 +127,22 @@ impl Small {
         }
     }
 }
+
+/// The nice value in a `/proc/.../stat` file (field 19).
+pub fn nice_in(stat: &Path) -> i32 {
+    let text = std::fs::read_to_string(stat).unwrap();
+    let (_, fields) = text.rsplit_once(") ").unwrap();
+    fields.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// The nice values of this process's threads named `name`.
+pub fn nice_of_threads(name: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            out.push(nice_in(&t.path().join("stat")));
+        }
+    }
+    out
+}

@@ -2,7 +2,8 @@
 //! servers real and alive during the replay, and nothing of the run left afterwards. Asserts
 //! what the code decides and counts, never latencies (the machine may be busy).
 
-use crate::common::{own_namespaces, turn, Small};
+use crate::common::{nice_in, nice_of_threads, own_namespaces, turn, Small};
+use std::path::Path;
 use std::sync::Arc;
 use tailbound_dataplane::netns;
 use tailbound_dataplane::probe::Control;
@@ -12,7 +13,7 @@ use tailbound_enforce_plan::{ClassRole, PlanOptions, PriorAllocations};
 use tailbound_model::Stage;
 use tailbound_testbed::enforce;
 use tailbound_testbed::run::{self as tb_run, prepare, sizes, RunOptions};
-use tailbound_testbed::testbed::Testbed;
+use tailbound_testbed::testbed::{session_nice, SessionNice, Testbed, AGGRESSOR_NICE, NICE};
 
 fn options(duration_s: f64, scale: f64) -> RunOptions {
     let mut o = RunOptions {
@@ -151,4 +152,48 @@ fn the_whole_run_reports_testbed_and_simulator_per_tenant() {
     assert!(a.bytes > 0, "the aggressor sent");
     assert!(r.machine.wall_s > 0.0);
     assert!(own_namespaces().is_empty(), "{:?}", own_namespaces());
+}
+
+/// The aggressor's CPU work is the testbed's artefact (on a cluster it is a machine of its
+/// own): its sink runs at the lowest priority, below the servers, which run above the rest of
+/// the machine.
+#[test]
+fn the_aggressor_runs_below_the_hosts() {
+    let Some(_turn) = turn() else { return };
+    let small = Small::new();
+    let works = small.scenario.works();
+    let input = small.input(&works);
+    let mut opts = options(1.0, 1.0);
+    opts.topology.aggressor = Some("udp".parse().unwrap());
+    let p = prepare(&input, &opts).unwrap();
+    let bed = Testbed::up(&p.topology, &sizes(&p), &opts.testbed).unwrap();
+    assert_eq!(nice_of_threads("blast-sink-udp"), vec![AGGRESSOR_NICE]);
+    let servers = bed.servers();
+    assert_eq!(servers.len(), 1);
+    for (_, s) in &servers {
+        let stat = format!("/proc/{}/stat", s.pid);
+        assert_eq!(nice_in(Path::new(&stat)), NICE);
+    }
+    drop(bed);
+    assert!(
+        nice_of_threads("blast-sink-udp").is_empty(),
+        "the sink stopped"
+    );
+    assert!(own_namespaces().is_empty(), "{:?}", own_namespaces());
+}
+
+/// Nice values act only within a session (autogroup): the replay raises its session to the
+/// hosts' priority while it runs and restores it after.
+#[test]
+fn the_hosts_session_is_raised_while_the_guard_lives() {
+    let Some(_turn) = turn() else { return };
+    let Some(before) = session_nice() else {
+        eprintln!("skipped: this kernel has no autogroups");
+        return;
+    };
+    {
+        let _raised = SessionNice::set(NICE);
+        assert_eq!(session_nice(), Some(NICE));
+    }
+    assert_eq!(session_nice(), Some(before));
 }
