@@ -184,4 +184,5 @@ json_formats! {
     tailbound_experiments::placement::PlacementExperiment => "experiment-placement", 1, "experiment placement --json/--out";
     tailbound_experiments::vdc::EnforcementExperiment => "experiment-vdc-enforcement", 1, "experiment vdc-enforcement --json/--out";
     tailbound_experiments::vdc::CapacityExperiment => "experiment-vdc-capacity", 1, "experiment vdc-capacity --json/--out";
+    tailbound_experiments::vdc_testbed::VdcTestbedExperiment => "experiment-vdc-enforcement-testbed", 1, "experiment vdc enforcement --testbed --json/--out";
 }

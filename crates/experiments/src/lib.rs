@@ -15,6 +15,7 @@ pub mod demo;
 pub mod eyeq;
 pub mod placement;
 pub mod vdc;
+pub mod vdc_testbed;
 
 /// Maps `f` over `items` on up to `threads` scoped threads, keeping the order; each worker
 /// takes the next unclaimed item, so uneven items (runs, traces) balance.

@@ -122,7 +122,7 @@ fn vapp(name: &str, g_mts: f64) -> VirtualApplianceSpec {
     }
 }
 
-fn flow(name: String, src: String, dst: &str, via: &[&str]) -> FlowSpec {
+pub(crate) fn flow(name: String, src: String, dst: &str, via: &[&str]) -> FlowSpec {
     FlowSpec {
         name,
         src,
@@ -357,10 +357,25 @@ fn check(cfg: &VdcConfig) -> Result<(), VdcExperimentError> {
 pub fn enforcement(
     cfg: &VdcConfig,
     modes: &[Isolation],
+    progress: impl FnMut(f64),
+) -> Result<EnforcementExperiment, VdcExperimentError> {
+    enforcement_of(cfg, modes, enforcement_setup()?, progress)
+}
+
+/// [`enforcement`] of another setup (the testbed's datacenter and workloads, for instance):
+/// each mode simulated, each tenant's mean throughput at its metric resource after the
+/// warm-up compared with its guarantee.
+///
+/// # Errors
+/// [`VdcExperimentError`] for invalid settings.
+pub fn enforcement_of(
+    cfg: &VdcConfig,
+    modes: &[Isolation],
+    setup: EnforcementSetup,
     mut progress: impl FnMut(f64),
 ) -> Result<EnforcementExperiment, VdcExperimentError> {
     check(cfg)?;
-    let (dc, models, workloads, metrics) = enforcement_setup()?;
+    let (dc, models, workloads, metrics) = setup;
     let n_intervals = (cfg.duration_s / cfg.interval_s).floor() as usize;
     let warmup = (n_intervals / 3).max(1);
     let mut out = Vec::new();

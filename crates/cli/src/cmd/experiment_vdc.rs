@@ -31,9 +31,9 @@ pub struct VdcCommon {
     /// 1h, e.g. 40s (the default)
     #[arg(long, value_parser = crate::args::seconds(0.0, MAX_VDC_DURATION_S, true))]
     pub duration: Option<Seconds>,
-    /// control interval, 10ms to 60s
-    #[arg(long, default_value = "1s", value_parser = crate::args::seconds(0.01, 60.0, false))]
-    pub interval: Seconds,
+    /// control interval, 10ms to 60s [default: 1s; 500ms with --testbed]
+    #[arg(long, value_parser = crate::args::seconds(0.01, 60.0, false))]
+    pub interval: Option<Seconds>,
     /// the provider's global allocation mechanism: drf, hdrf or first-fit
     #[arg(long, default_value = "hdrf")]
     pub global: Mechanism,
@@ -51,7 +51,7 @@ impl VdcCommon {
     fn config(&self, default_duration_s: f64) -> VdcConfig {
         VdcConfig {
             duration_s: self.duration.map_or(default_duration_s, |d| d.0),
-            interval_s: self.interval.0,
+            interval_s: self.interval.map_or(1.0, |i| i.0),
             global: self.global,
             seed: self.seed,
         }
@@ -69,6 +69,8 @@ pub struct EnforcementArgs {
         default_value = "pulsar,none,per-appliance,network-only"
     )]
     pub modes: Vec<Isolation>,
+    #[command(flatten)]
+    pub testbed: super::experiment_vdc_testbed::VdcTestbedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +88,14 @@ fn permille(fraction: f64) -> u64 {
 
 pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
     match cmd {
+        VdcCommand::Enforcement(a) if a.testbed.testbed => super::experiment_vdc_testbed::run(
+            &a.testbed,
+            a.common.duration,
+            a.common.interval,
+            a.common.global,
+            &a.modes,
+            &a.common.output,
+        ),
         VdcCommand::Enforcement(a) => {
             let cfg = a.common.config(40.0);
             let modes: Vec<Isolation> = a.modes.clone();

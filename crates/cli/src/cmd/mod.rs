@@ -17,6 +17,7 @@ pub mod experiment_admission_testbed;
 pub mod experiment_eyeq;
 pub mod experiment_placement;
 pub mod experiment_vdc;
+pub mod experiment_vdc_testbed;
 pub mod graph;
 pub mod place;
 pub mod probe;

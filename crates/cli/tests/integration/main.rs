@@ -13,6 +13,7 @@ mod docs;
 mod enforce;
 mod errors;
 mod experiment;
+mod experiment_vdc_testbed;
 mod graph;
 mod memory;
 mod outputs;
