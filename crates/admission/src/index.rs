@@ -186,9 +186,7 @@ impl AdmittedIndex {
     /// ascending: if `t` was the last with its SLO, those ranked above move up one level.
     pub fn departure_changes(&self, net: &Network, t: usize) -> Vec<(usize, u32, u32)> {
         match self.ranked_slo(net, t) {
-            Some(key) if self.by_slo.get(&key).is_some_and(|s| s.len() == 1) => {
-                self.moved(key, -1)
-            }
+            Some(key) if self.by_slo.get(&key).is_some_and(|s| s.len() == 1) => self.moved(key, -1),
             _ => Vec::new(),
         }
     }

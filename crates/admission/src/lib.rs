@@ -34,7 +34,10 @@
 //! of the tenants their bounds read ([`tailbound_calculus::Reach::inputs`]), which gives the
 //! same bounds as the whole network. Every other admitted tenant keeps its bound, which was
 //! within its SLO. [`Rebound::Full`] bounds the newcomer and every admitted tenant at its level
-//! or below on the whole network: the reference, and the benchmark's baseline. A departure only
+//! or below on the whole network: the reference, and the benchmark's baseline. The admitted
+//! tenants' levels and their flows by queue are an index kept as tenants are recorded and
+//! depart, so that finding the neighbourhood, the newcomer's level and the levels it shifts
+//! costs the neighbourhood, not every admitted tenant. A departure only
 //! removes traffic, so it re-bounds nothing; the traffic models of admitted tenants are kept in
 //! the network and never characterized again.
 //!

@@ -25,8 +25,10 @@
 //! re-bounds only the newcomer's neighbourhood: the admitted tenants whose bounds its traffic
 //! can change, each on the network of the tenants its bound reads ([`Rebound`], the
 //! admission crate's docs); [`Engine::with_rebound`] switches to re-bounding every tenant at
-//! the newcomer's level or below (the benchmark's baseline). A departure re-bounds nothing.
-//! Departed tenants stay in the network, unbounded and unseen, until they outnumber the
+//! the newcomer's level or below (the benchmark's baseline). Levels, the tenants an arrival
+//! reaches and the queue loads a decision reports are read off the admission's index of the
+//! admitted tenants ([`Admission::flows_at`]), not recomputed from all of them. A departure
+//! re-bounds nothing. Departed tenants stay in the network, unbounded and unseen, until they outnumber the
 //! admitted ones, when the network is rebuilt from the admitted tenants alone.
 
 use crate::api::{
