@@ -34,15 +34,21 @@
 //! of the tenants their bounds read ([`tailbound_calculus::Reach::inputs`]), which gives the
 //! same bounds as the whole network. Every other admitted tenant keeps its bound, which was
 //! within its SLO. [`Rebound::Full`] bounds the newcomer and every admitted tenant at its level
-//! or below on the whole network: the reference, and the benchmark's baseline. A departure only
+//! or below on the whole network: the reference, and the benchmark's baseline. The admitted
+//! tenants' levels and their flows by queue are an index kept as tenants are recorded and
+//! depart, so that finding the neighbourhood, the newcomer's level and the levels it shifts
+//! costs the neighbourhood, not every admitted tenant. A departure only
 //! removes traffic, so it re-bounds nothing; the traffic models of admitted tenants are kept in
 //! the network and never characterized again.
 //!
 //! This crate does no I/O and reads no clock; time per decision is measured by callers.
 
+mod index;
 mod policy;
 
 pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
+
+use index::AdmittedIndex;
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -179,6 +185,8 @@ pub struct Admission<'n> {
     mtu_bytes: Option<u64>,
     /// what packets add to each tenant's fluid bound [s] (empty: nothing)
     packets_s: Vec<f64>,
+    /// the admitted tenants' levels and flows by queue
+    index: AdmittedIndex,
 }
 
 /// A decided arrival not yet recorded ([`Admission::decide`], [`Admission::record`]).
@@ -240,6 +248,7 @@ impl<'n> Admission<'n> {
             excess: Excess::Wait,
             mtu_bytes: Some(ETHERNET_MTU_BYTES),
             packets_s,
+            index: AdmittedIndex::new(policy),
         })
     }
 
@@ -354,10 +363,18 @@ impl<'n> Admission<'n> {
 
     /// Current priority level of every admitted tenant.
     pub fn priorities(&self) -> HashMap<usize, u32> {
-        let set: Vec<(usize, &Grant)> = self.admitted.iter().map(|(&t, g)| (t, g)).collect();
-        policy::levels(&self.net, self.policy, &set)
-            .into_iter()
-            .collect()
+        self.index.levels()
+    }
+
+    /// Admitted tenant `tenant`'s current priority level (`None`: not admitted).
+    pub fn priority(&self, tenant: usize) -> Option<u32> {
+        self.index.level(&self.net, tenant)
+    }
+
+    /// The admitted tenants' flows crossing queue `queue`, with their position on their path,
+    /// ascending: an index kept as tenants are admitted and depart.
+    pub fn flows_at(&self, queue: usize) -> &[(usize, usize)] {
+        self.index.queues().at(queue)
     }
 
     /// The bound of every admitted tenant with the tenants admitted now, in tenant order; each
@@ -502,8 +519,11 @@ impl<'n> Admission<'n> {
             &self.packets_s,
             tenant,
             match self.rebound {
-                Rebound::Neighbourhood => Some(&changed),
-                Rebound::Full => None,
+                Rebound::Neighbourhood => policy::Scope::Neighbourhood {
+                    changed: &changed,
+                    index: &self.index,
+                },
+                Rebound::Full => policy::Scope::Full,
             },
         )?;
         let mut outcome = Outcome {
@@ -515,15 +535,8 @@ impl<'n> Admission<'n> {
             changed: Vec::new(),
         };
         if let Some(grant) = &verdict.grant {
-            let before = self.priorities();
-            let mut set: Vec<(usize, &Grant)> =
-                self.admitted.iter().map(|(&t, g)| (t, g)).collect();
-            set.push((tenant, grant));
-            let after: HashMap<usize, u32> = policy::levels(&self.net, self.policy, &set)
-                .into_iter()
-                .collect();
-            outcome.level = after.get(&tenant).copied();
-            outcome.changed = changes(&before, &after);
+            outcome.level = self.index.level_with(&self.net, tenant, tenant, grant);
+            outcome.changed = self.index.arrival_changes(&self.net, tenant);
         }
         Ok(Arrival {
             outcome,
@@ -539,6 +552,7 @@ impl<'n> Admission<'n> {
         self.mark_arrived(tenant)?;
         self.groups.extend(arrival.groups);
         if let Some(grant) = arrival.grant {
+            self.index.insert(&self.net, tenant, &grant);
             self.admitted.insert(tenant, grant);
         }
         Ok(())
@@ -547,6 +561,7 @@ impl<'n> Admission<'n> {
     /// Removes an admitted tenant; returns the tenants whose priority level changed.
     pub fn depart(&mut self, tenant: usize) -> Result<Vec<(usize, u32, u32)>, AdmissionError> {
         let changed = self.departure(tenant)?;
+        self.index.remove(&self.net, tenant);
         self.admitted.remove(&tenant);
         Ok(changed)
     }
@@ -562,16 +577,7 @@ impl<'n> Admission<'n> {
                 .map_or_else(|| format!("#{tenant}"), |t| t.name.clone());
             return Err(AdmissionError::NotAdmitted(name));
         }
-        let set: Vec<(usize, &Grant)> = self
-            .admitted
-            .iter()
-            .filter(|(&t, _)| t != tenant)
-            .map(|(&t, g)| (t, g))
-            .collect();
-        let after: HashMap<usize, u32> = policy::levels(&self.net, self.policy, &set)
-            .into_iter()
-            .collect();
-        Ok(changes(&self.priorities(), &after))
+        Ok(self.index.departure_changes(&self.net, tenant))
     }
 
     /// Detaches the state from the network, so a long-running caller (the controller service)
@@ -615,6 +621,7 @@ impl<'n> Admission<'n> {
         if let Some(g) = group {
             self.groups.insert(tenant, g);
         }
+        self.index.insert(&self.net, tenant, &grant);
         self.admitted.insert(tenant, grant);
         Ok(())
     }
@@ -644,6 +651,10 @@ impl<'n> Admission<'n> {
             packets_s.truncate(known);
             packets_s.extend((known..len).map(|t| packetization_allowance_s(net, t, mtu)));
         }
+        let mut index = AdmittedIndex::new(state.policy);
+        for (&t, g) in &state.admitted {
+            index.insert(net, t, g);
+        }
         Ok(Admission {
             net: Cow::Borrowed(net),
             policy: state.policy,
@@ -654,6 +665,7 @@ impl<'n> Admission<'n> {
             excess: state.excess,
             mtu_bytes: state.mtu_bytes,
             packets_s,
+            index,
         })
     }
 
@@ -754,18 +766,4 @@ fn same_shape(net: &Network, traffic: &Network) -> Result<(), AdmissionError> {
 /// The group `set` gives tenant `t`, if any.
 fn group_named(set: &[(usize, String)], t: usize) -> Option<&str> {
     set.iter().find(|(u, _)| *u == t).map(|(_, g)| g.as_str())
-}
-
-fn changes(before: &HashMap<usize, u32>, after: &HashMap<usize, u32>) -> Vec<(usize, u32, u32)> {
-    let mut v: Vec<(usize, u32, u32)> = before
-        .iter()
-        .filter_map(|(&t, &old)| {
-            after
-                .get(&t)
-                .filter(|&&new| new != old)
-                .map(|&new| (t, old, new))
-        })
-        .collect();
-    v.sort_unstable();
-    v
 }

@@ -1,13 +1,14 @@
 //! How each policy chooses a newcomer's level and rate limits, and how it bounds a candidate
 //! set (see the table in the crate docs).
 
+use crate::index::AdmittedIndex;
 use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
 use tailbound_calculus::dnc::{shaper_delay, Envelope};
 use tailbound_calculus::{bound, Bound, BoundOptions, Method, Reach, TenantBound};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
 use tailbound_curves::rb::prune;
-use tailbound_model::{ArrivalCurve, Bucket, Network};
+use tailbound_model::{ArrivalCurve, Bucket, Network, Queue};
 
 /// PriorityMeister enforces the r-b curve as this many token buckets (the originals prune
 /// r-b curves to 12 segments).
@@ -65,29 +66,28 @@ pub(crate) fn check_models_from(
     Ok(())
 }
 
-/// The level of every tenant of `set` running together with its grant: `(tenant, level)`.
-pub(crate) fn levels(net: &Network, policy: Policy, set: &[(usize, &Grant)]) -> Vec<(usize, u32)> {
-    match policy {
-        Policy::SncMeister | Policy::SncMartingale | Policy::PriorityMeister => {
-            let ids: Vec<usize> = set.iter().map(|&(t, _)| t).collect();
-            ids.iter().copied().zip(net.priorities_of(&ids)).collect()
-        }
-        Policy::SiloPlusPlus | Policy::QjumpPlusPlus => {
-            set.iter().map(|&(t, g)| (t, g.level)).collect()
-        }
-    }
-}
-
 /// Which tenants of a set [`bound_set`] bounds.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Which<'a> {
-    /// every one, on the whole network
+    /// every one
     All,
-    /// the newcomer and those at its level or below, on the whole network
+    /// the newcomer and those at its level or below
     AtOrBelow(usize),
-    /// those the tenants `changed` (the newcomer first) can affect, each on the network of
-    /// the tenants its bound reads (crate docs)
-    Affected(&'a [usize]),
+    /// these, ascending (the set being the tenants their bounds read: crate docs)
+    These(&'a [usize]),
+}
+
+/// Which tenants an arrival re-bounds ([`crate::Rebound`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scope<'a> {
+    /// those the tenants `changed` (the newcomer first) can affect, found with the index of
+    /// the admitted tenants, each on the network of the tenants its bound reads
+    Neighbourhood {
+        changed: &'a [usize],
+        index: &'a AdmittedIndex,
+    },
+    /// the newcomer and every admitted tenant at its level or below, on the whole network
+    Full,
 }
 
 fn arrival(net: &Network, flow: usize) -> &ArrivalCurve {
@@ -193,7 +193,7 @@ pub(crate) fn decide(
     groups: &HashMap<usize, String>,
     packets_s: &[f64],
     newcomer: usize,
-    changed: Option<&[usize]>,
+    scope: Scope,
 ) -> Result<Verdict, AdmissionError> {
     let flows = &net.tenants[newcomer].flows;
     let slo_s = net.tenants[newcomer].slo.latency_s;
@@ -262,12 +262,8 @@ pub(crate) fn decide(
                 continue;
             }
         };
-        let which = match changed {
-            Some(changed) => Which::Affected(changed),
-            None => Which::AtOrBelow(newcomer),
-        };
         let (bound_s, failure) = check(
-            net, policy, admitted, groups, packets_s, newcomer, &g, which,
+            net, policy, admitted, groups, packets_s, newcomer, &g, scope,
         )?;
         if failure.is_none() {
             return Ok(Verdict {
@@ -285,7 +281,7 @@ pub(crate) fn decide(
     Ok(last)
 }
 
-/// Bounds the admitted tenants plus the newcomer with grant `g` (those `which` says); returns
+/// Bounds the admitted tenants plus the newcomer with grant `g` (those `scope` says); returns
 /// the newcomer's bound and the first SLO that would be missed.
 #[allow(clippy::too_many_arguments)]
 fn check(
@@ -296,11 +292,50 @@ fn check(
     packets_s: &[f64],
     newcomer: usize,
     g: &Grant,
-    which: Which,
+    scope: Scope,
 ) -> Result<(Option<f64>, Option<String>), AdmissionError> {
-    let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
-    set.push((newcomer, g));
-    let bounds = bound_set(net, policy, &set, groups, packets_s, which)?;
+    let bounds = match scope {
+        Scope::Neighbourhood { changed, index } => {
+            let level = |t: usize| index.level_with(net, t, newcomer, g);
+            let reach = Reach::over(net, index.queues(), &[newcomer], level);
+            let changed: Vec<(usize, u32)> = changed
+                .iter()
+                .map(|&t| (t, level(t).unwrap_or(0)))
+                .collect();
+            let affected = reach.affected(&changed);
+            let set: Vec<(usize, &Grant)> = reach
+                .inputs(&affected)
+                .into_iter()
+                .filter_map(|t| {
+                    if t == newcomer {
+                        Some((t, g))
+                    } else {
+                        admitted.get(&t).map(|a| (t, a))
+                    }
+                })
+                .collect();
+            bound_set(
+                net,
+                policy,
+                &set,
+                groups,
+                packets_s,
+                Which::These(&affected),
+            )?
+        }
+        Scope::Full => {
+            let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
+            set.push((newcomer, g));
+            bound_set(
+                net,
+                policy,
+                &set,
+                groups,
+                packets_s,
+                Which::AtOrBelow(newcomer),
+            )?
+        }
+    };
     let mut bound_s = None;
     let mut failure = None;
     for b in &bounds {
@@ -337,23 +372,9 @@ pub(crate) fn bound_set(
 ) -> Result<Vec<TenantBound>, AdmissionError> {
     let mut set = set.to_vec();
     set.sort_unstable_by_key(|&(t, _)| t);
-    let mut bounded: Option<Vec<usize>> = None;
-    if let Which::Affected(changed) = which {
-        let levels = levels(net, policy, &set);
-        let level_of: HashMap<usize, u32> = levels.iter().copied().collect();
-        let reach = Reach::new(net, &levels);
-        let changed: Vec<(usize, u32)> = changed
-            .iter()
-            .map(|&t| (t, level_of.get(&t).copied().unwrap_or(0)))
-            .collect();
-        let affected = reach.affected(&changed);
-        let inputs = reach.inputs(&affected);
-        set.retain(|(t, _)| inputs.binary_search(t).is_ok());
-        bounded = Some(affected);
-    }
     let ids: Vec<usize> = set.iter().map(|&(t, _)| t).collect();
     // the network flow of each flow of `sub`
-    let (mut sub, net_flow) = net.subset(&ids);
+    let (mut sub, net_flow) = subnetwork(net, &ids);
     for (spec, &(t, grant)) in sub.tenants.iter_mut().zip(&set) {
         if let Some(group) = groups.get(&t) {
             spec.group = Some(group.clone());
@@ -382,17 +403,17 @@ pub(crate) fn bound_set(
         }
     }
     let levels = sub.priorities();
-    let which: Vec<usize> = match (which, bounded) {
-        (_, Some(bounded)) => (0..sub.tenants.len())
+    let which: Vec<usize> = match which {
+        Which::These(bounded) => (0..sub.tenants.len())
             .filter(|&i| bounded.binary_search(&set[i].0).is_ok())
             .collect(),
-        (Which::AtOrBelow(n), None) => match set.iter().position(|&(t, _)| t == n) {
+        Which::AtOrBelow(n) => match set.iter().position(|&(t, _)| t == n) {
             Some(me) => (0..sub.tenants.len())
                 .filter(|&i| levels[i] >= levels[me])
                 .collect(),
             None => (0..sub.tenants.len()).collect(),
         },
-        (_, None) => (0..sub.tenants.len()).collect(),
+        Which::All => (0..sub.tenants.len()).collect(),
     };
     let mut bounds = bound(&sub, method(policy), &which, &BoundOptions::default())?;
     for b in &mut bounds {
@@ -408,4 +429,50 @@ pub(crate) fn bound_set(
         b.meets_slo = b.total.meets(b.slo.latency_s);
     }
     Ok(bounds)
+}
+
+/// The network of tenants `tenants` of `net` (in that order, each keeping its flows,
+/// renumbered) with only the queues their flows cross, in `net`'s order, and no hosts; also
+/// returns, per flow of the result, its index in `net`. What the calculus reads of it is what
+/// it reads of [`Network::subset`], whose other queues carry no flow: the queues keep their
+/// order (the analyses see the same flows, queues and dependency sources in the same order,
+/// so the bounds are the same bit for bit), and no analysis reads hosts. Building it costs
+/// the tenants, not the cluster's hosts and queues.
+fn subnetwork(net: &Network, tenants: &[usize]) -> (Network, Vec<usize>) {
+    let mut used: Vec<usize> = tenants
+        .iter()
+        .flat_map(|&t| &net.tenants[t].flows)
+        .flat_map(|&f| net.flows[f].path.iter().copied())
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    let mut sub = Network {
+        hosts: Vec::new(),
+        queues: used
+            .iter()
+            .map(|&q| Queue {
+                site: None,
+                ..net.queues[q].clone()
+            })
+            .collect(),
+        flows: Vec::new(),
+        tenants: Vec::with_capacity(tenants.len()),
+    };
+    let mut origin = Vec::new();
+    for &t in tenants {
+        let mut spec = net.tenants[t].clone();
+        spec.hosts = None;
+        for f in &mut spec.flows {
+            let mut flow = net.flows[*f].clone();
+            flow.tenant = sub.tenants.len();
+            for q in &mut flow.path {
+                *q = used.partition_point(|&u| u < *q);
+            }
+            origin.push(*f);
+            *f = sub.flows.len();
+            sub.flows.push(flow);
+        }
+        sub.tenants.push(spec);
+    }
+    (sub, origin)
 }

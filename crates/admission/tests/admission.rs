@@ -2,6 +2,7 @@
 //! ~4.7 MB/s of responses on one 12.5 MB/s server link, so at most two fit.
 
 use proptest::prelude::*;
+use std::collections::HashMap;
 use std::path::Path;
 use tailbound_admission::{Admission, AdmissionError, Outcome, Policy, Rebound};
 use tailbound_calculus::{packetization_allowance_s, TenantBound};
@@ -313,11 +314,39 @@ fn same_outcome(inc: &Outcome, full: &Outcome, what: &str) -> Result<(), TestCas
     Ok(())
 }
 
+/// The levels an engine keeps as tenants come and go are those of its admitted tenants taken
+/// together: the dense rank of their SLOs (SNC and PriorityMeister), or their grants' levels.
+fn levels_are_recomputed_ones(
+    a: &Admission,
+    net: &tailbound_model::Network,
+    policy: Policy,
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let admitted = a.admitted();
+    let expected: HashMap<usize, u32> = match policy {
+        Policy::SiloPlusPlus | Policy::QjumpPlusPlus => admitted
+            .iter()
+            .map(|&t| (t, a.grant(t).map_or(u32::MAX, |g| g.level)))
+            .collect(),
+        _ => admitted
+            .iter()
+            .copied()
+            .zip(net.priorities_of(&admitted))
+            .collect(),
+    };
+    prop_assert_eq!(&a.priorities(), &expected, "{}", what);
+    for &t in &admitted {
+        prop_assert_eq!(a.priority(t), expected.get(&t).copied(), "{}", what);
+    }
+    Ok(())
+}
+
 /// Random arrivals (some bursting with an admitted tenant) and departures on random small
 /// clusters, loaded so that some arrivals are rejected: re-bounding only the tenants an arrival
 /// affects ([`Rebound::Neighbourhood`]) decides exactly as re-bounding every tenant at its
-/// level or below ([`Rebound::Full`]), with the same bounds, for every policy; and the bounds
-/// of everyone admitted agree at the end.
+/// level or below ([`Rebound::Full`]), with the same bounds, for every policy; the levels
+/// kept incrementally are those recomputed from the admitted tenants; and the bounds of
+/// everyone admitted agree at the end.
 fn incremental_equals_full(
     policy: Policy,
     seed: u64,
@@ -353,11 +382,9 @@ fn incremental_equals_full(
         };
         let a = inc.arrive_with_dependencies(t, &deps).unwrap();
         let b = full.arrive_with_dependencies(t, &deps).unwrap();
-        same_outcome(
-            &a,
-            &b,
-            &format!("{policy}, seed {seed}: tenant {t} after {admitted:?}"),
-        )?;
+        let what = format!("{policy}, seed {seed}: tenant {t} after {admitted:?}");
+        same_outcome(&a, &b, &what)?;
+        levels_are_recomputed_ones(&inc, &net, policy, &what)?;
     }
     let (a, b) = (inc.bounds().unwrap(), full.bounds().unwrap());
     prop_assert_eq!(a, b);

@@ -30,7 +30,7 @@ pub mod mg1;
 pub mod reach;
 pub mod snc;
 
-pub use reach::Reach;
+pub use reach::{QueueIndex, Reach};
 
 use serde::{Deserialize, Serialize};
 use tailbound_model::{Network, NetworkError, Percentile, Slo};

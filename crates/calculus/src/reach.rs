@@ -39,48 +39,137 @@
 //! Both rules are closures over a feed-forward network and cost the flows of the queues they
 //! reach, not the network.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use tailbound_model::Network;
 
-/// The flows of some tenants of a network (the admitted ones and a newcomer, say) indexed by
-/// queue, with the tenants' priority levels.
-#[derive(Debug, Clone)]
+/// The flows of the tenants present in a network, by queue: what [`Reach`] walks. A
+/// long-running caller keeps one as tenants come and go ([`QueueIndex::insert`],
+/// [`QueueIndex::remove`]: each costs the tenant's flows and the flows sharing its queues),
+/// so that a decision does not index the whole network again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueIndex {
+    /// per queue, the present flows crossing it with their position on the path, ascending
+    at_queue: Vec<Vec<(usize, usize)>>,
+}
+
+impl QueueIndex {
+    /// An index of no tenant.
+    pub fn new() -> QueueIndex {
+        QueueIndex::default()
+    }
+
+    /// Adds tenant `tenant` of `net` (its flows at each queue of their paths).
+    pub fn insert(&mut self, net: &Network, tenant: usize) {
+        for &f in &net.tenants[tenant].flows {
+            for (pos, &q) in net.flows[f].path.iter().enumerate() {
+                if self.at_queue.len() <= q {
+                    self.at_queue.resize_with(q + 1, Vec::new);
+                }
+                let v = &mut self.at_queue[q];
+                if let Err(i) = v.binary_search(&(f, pos)) {
+                    v.insert(i, (f, pos));
+                }
+            }
+        }
+    }
+
+    /// Removes tenant `tenant` of `net`.
+    pub fn remove(&mut self, net: &Network, tenant: usize) {
+        for &f in &net.tenants[tenant].flows {
+            for (pos, &q) in net.flows[f].path.iter().enumerate() {
+                if let Some(v) = self.at_queue.get_mut(q) {
+                    if let Ok(i) = v.binary_search(&(f, pos)) {
+                        v.remove(i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The present flows crossing queue `q` with their position on their path, ascending.
+    pub fn at(&self, q: usize) -> &[(usize, usize)] {
+        self.at_queue.get(q).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Some tenants of a network (the admitted ones and a newcomer, say) with their priority
+/// levels, and their flows by queue.
 pub struct Reach<'a> {
     net: &'a Network,
-    /// level per present tenant, 0 highest
-    level: HashMap<usize, u32>,
-    /// the flows of present tenants at each queue, ascending, with their position on the path
-    at_queue: HashMap<usize, Vec<(usize, usize)>>,
+    /// level of a present tenant, 0 highest; `None` for the others
+    level: Box<dyn Fn(usize) -> Option<u32> + 'a>,
+    /// the flows of present tenants by queue
+    index: Cow<'a, QueueIndex>,
+    /// present tenants' flows the index leaves out: (queue, flow, position on the path)
+    extra: Vec<(usize, usize, usize)>,
+}
+
+impl std::fmt::Debug for Reach<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reach")
+            .field("index", &self.index)
+            .field("extra", &self.extra)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Reach<'a> {
     /// The present tenants of `net` with their levels (`(tenant, level)`, 0 highest).
     pub fn new(net: &'a Network, levels: &[(usize, u32)]) -> Reach<'a> {
-        let mut at_queue: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
-        let mut present: Vec<usize> = levels.iter().map(|&(t, _)| t).collect();
-        present.sort_unstable();
-        for &t in &present {
-            for &f in &net.tenants[t].flows {
-                for (pos, &q) in net.flows[f].path.iter().enumerate() {
-                    at_queue.entry(q).or_default().push((f, pos));
-                }
-            }
+        let mut index = QueueIndex::new();
+        for &(t, _) in levels {
+            index.insert(net, t);
         }
-        for v in at_queue.values_mut() {
-            v.sort_unstable();
-        }
+        let level: HashMap<usize, u32> = levels.iter().copied().collect();
         Reach {
             net,
-            level: levels.iter().copied().collect(),
-            at_queue,
+            level: Box::new(move |t| level.get(&t).copied()),
+            index: Cow::Owned(index),
+            extra: Vec::new(),
         }
     }
 
+    /// The tenants of `index` and the tenants `more` (not in it) present, with their levels
+    /// `level` (`None`: not present): what a caller keeping the index incrementally asks
+    /// about a newcomer, at the cost of the queues it reaches, not of the network.
+    pub fn over(
+        net: &'a Network,
+        index: &'a QueueIndex,
+        more: &[usize],
+        level: impl Fn(usize) -> Option<u32> + 'a,
+    ) -> Reach<'a> {
+        let extra = more
+            .iter()
+            .flat_map(|&t| &net.tenants[t].flows)
+            .flat_map(|&f| {
+                net.flows[f]
+                    .path
+                    .iter()
+                    .enumerate()
+                    .map(move |(pos, &q)| (q, f, pos))
+            })
+            .collect();
+        Reach {
+            net,
+            level: Box::new(level),
+            index: Cow::Borrowed(index),
+            extra,
+        }
+    }
+
+    /// The present flows crossing queue `q`, with their positions.
+    fn at(&self, q: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.index.at(q).iter().copied().chain(
+            self.extra
+                .iter()
+                .filter(move |&&(x, _, _)| x == q)
+                .map(|&(_, f, pos)| (f, pos)),
+        )
+    }
+
     fn flow_level(&self, f: usize) -> u32 {
-        self.level
-            .get(&self.net.flows[f].tenant)
-            .copied()
-            .unwrap_or(u32::MAX)
+        (self.level)(self.net.flows[f].tenant).unwrap_or(u32::MAX)
     }
 
     /// The present tenants whose bounds can change when the tenants `changed` (present or
@@ -92,7 +181,7 @@ impl<'a> Reach<'a> {
         let mut seen: HashMap<usize, u32> = HashMap::new();
         let mut work: Vec<(usize, u32)> = Vec::new();
         for &(t, lvl) in changed {
-            if self.level.contains_key(&t) {
+            if (self.level)(t).is_some() {
                 out.insert(t);
             }
             for &f in &self.net.tenants[t].flows {
@@ -104,7 +193,7 @@ impl<'a> Reach<'a> {
                 continue;
             }
             seen.insert(q, lvl);
-            for &(g, pos) in self.at_queue.get(&q).into_iter().flatten() {
+            for (g, pos) in self.at(q) {
                 let lg = self.flow_level(g);
                 if lg >= lvl {
                     out.insert(self.net.flows[g].tenant);
@@ -124,7 +213,7 @@ impl<'a> Reach<'a> {
         let mut seen: HashMap<usize, u32> = HashMap::new();
         let mut work: Vec<(usize, u32)> = Vec::new();
         for &t in bounded {
-            let lvl = self.level.get(&t).copied().unwrap_or(u32::MAX);
+            let lvl = (self.level)(t).unwrap_or(u32::MAX);
             for &f in &self.net.tenants[t].flows {
                 work.extend(self.net.flows[f].path.iter().map(|&q| (q, lvl)));
             }
@@ -134,7 +223,7 @@ impl<'a> Reach<'a> {
                 continue;
             }
             seen.insert(q, lvl);
-            for &(g, pos) in self.at_queue.get(&q).into_iter().flatten() {
+            for (g, pos) in self.at(q) {
                 if self.flow_level(g) <= lvl {
                     out.insert(self.net.flows[g].tenant);
                     let earlier = &self.net.flows[g].path[..pos];

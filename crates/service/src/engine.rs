@@ -25,8 +25,10 @@
 //! re-bounds only the newcomer's neighbourhood: the admitted tenants whose bounds its traffic
 //! can change, each on the network of the tenants its bound reads ([`Rebound`], the
 //! admission crate's docs); [`Engine::with_rebound`] switches to re-bounding every tenant at
-//! the newcomer's level or below (the benchmark's baseline). A departure re-bounds nothing.
-//! Departed tenants stay in the network, unbounded and unseen, until they outnumber the
+//! the newcomer's level or below (the benchmark's baseline). Levels, the tenants an arrival
+//! reaches and the queue loads a decision reports are read off the admission's index of the
+//! admitted tenants ([`Admission::flows_at`]), not recomputed from all of them. A departure
+//! re-bounds nothing. Departed tenants stay in the network, unbounded and unseen, until they outnumber the
 //! admitted ones, when the network is rebuilt from the admitted tenants alone.
 
 use crate::api::{
@@ -580,9 +582,7 @@ impl Engine {
             .decide(ti, &deps)
             .map_err(|e| ServiceError::invalid("traffic", e.to_string()))?;
         let out = &arrival.outcome;
-        let mut admitted_idx: HashSet<usize> = self.live.values().map(|l| l.index).collect();
-        admitted_idx.insert(ti);
-        decision.queues = queue_loads(net, &admitted_idx, ti);
+        decision.queues = queue_loads(&self.adm, ti);
         decision.bound_s = out.bound_s;
         decision.reason = out.reason.clone();
         let Some(grant) = arrival.grant.clone().filter(|_| out.admitted) else {
@@ -850,8 +850,11 @@ fn mean_rate(
     }
 }
 
-/// The queues tenant `t` crosses, with their load and the other admitted tenants on them.
-fn queue_loads(net: &Network, admitted: &HashSet<usize>, t: usize) -> Vec<QueueLoad> {
+/// The queues newcomer `t` (the network's last tenant, not admitted) crosses, with their load
+/// once it is admitted and the admitted tenants on them: read off the admitted flows' index
+/// by queue, so it costs the tenants sharing its queues, not the cluster.
+fn queue_loads(adm: &Admission, t: usize) -> Vec<QueueLoad> {
+    let net = adm.network();
     let mut queues: Vec<usize> = Vec::new();
     for &f in &net.tenants[t].flows {
         for &q in &net.flows[f].path {
@@ -865,13 +868,16 @@ fn queue_loads(net: &Network, admitted: &HashSet<usize>, t: usize) -> Vec<QueueL
         .map(|q| {
             let mut load = 0.0;
             let mut tenants: Vec<String> = Vec::new();
-            for f in net.flows.iter().filter(|f| f.path.contains(&q)) {
-                if !admitted.contains(&f.tenant) {
-                    continue;
-                }
-                load += mean_rate(&f.mmpp, &f.arrival);
-                let name = &net.tenants[f.tenant].name;
-                if f.tenant != t && !tenants.contains(name) {
+            // the admitted flows in network order, then the newcomer's (appended last)
+            let own = net.tenants[t]
+                .flows
+                .iter()
+                .filter(|&&f| net.flows[f].path.contains(&q));
+            for f in adm.flows_at(q).iter().map(|(f, _)| f).chain(own) {
+                let flow = &net.flows[*f];
+                load += mean_rate(&flow.mmpp, &flow.arrival);
+                let name = &net.tenants[flow.tenant].name;
+                if flow.tenant != t && !tenants.contains(name) {
                     tenants.push(name.clone());
                 }
             }
