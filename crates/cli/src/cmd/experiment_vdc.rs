@@ -182,17 +182,31 @@ fn enforcement_figure(exp: &EnforcementExperiment) -> Figure {
     ratio = ratio.series(Series::line("guarantee", vec![(0.0, 1.0), (3.0, 1.0)]));
     let mut charts = vec![ratio];
     for m in &exp.modes {
-        let mut c = Chart::new(format!("{}: throughput over time", m.isolation.as_str()))
-            .x_label("time [s]")
-            .y_label("tokens/s")
-            .y_from_zero(true);
-        for (k, t) in m.tenants.iter().enumerate() {
-            let pts = m.series.iter().map(|(x, v)| (*x, v[k])).collect();
-            c = c.series(Series::step(t.tenant.clone(), pts));
-        }
-        charts.push(c);
+        charts.push(throughput_chart(
+            format!("{}: throughput over time", m.isolation.as_str()),
+            m.tenants.iter().map(|t| t.tenant.as_str()),
+            &m.series,
+        ));
     }
     Figure::new(charts).columns(2)
+}
+
+/// Tokens/s of each tenant over time, one step series per tenant: `series` holds, per sample
+/// time [s], one value per tenant in `tenants`' order.
+pub(crate) fn throughput_chart<'a>(
+    title: String,
+    tenants: impl Iterator<Item = &'a str>,
+    series: &[(f64, Vec<f64>)],
+) -> Chart {
+    let mut c = Chart::new(title)
+        .x_label("time [s]")
+        .y_label("tokens/s")
+        .y_from_zero(true);
+    for (k, name) in tenants.enumerate() {
+        let pts = series.iter().map(|(x, v)| (*x, v[k])).collect();
+        c = c.series(Series::step(name.to_string(), pts));
+    }
+    c
 }
 
 fn capacity_table(exp: &CapacityExperiment) -> String {

@@ -170,19 +170,15 @@ fn figure(exp: &VdcTestbedExperiment) -> Figure {
     let mut charts = vec![ratio];
     if let Some(first) = exp.runs.first() {
         for m in &first.modes {
-            let mut c = Chart::new(format!(
-                "seed {}, {}: tokens/s at each tenant's appliance",
-                first.seed,
-                m.mode.as_str()
-            ))
-            .x_label("time [s]")
-            .y_label("tokens/s")
-            .y_from_zero(true);
-            for (k, t) in m.tenants.iter().enumerate() {
-                let pts = m.series.iter().map(|(x, v)| (*x, v[k])).collect();
-                c = c.series(Series::step(t.tenant.clone(), pts));
-            }
-            charts.push(c);
+            charts.push(super::experiment_vdc::throughput_chart(
+                format!(
+                    "seed {}, {}: tokens/s at each tenant's appliance",
+                    first.seed,
+                    m.mode.as_str()
+                ),
+                m.tenants.iter().map(|t| t.tenant.as_str()),
+                &m.series,
+            ));
         }
     }
     Figure::new(charts).columns(2)
