@@ -239,14 +239,10 @@ fn first_order_vector(g: &[f64], n: usize, x: &mut [f64]) {
     }
 }
 
-/// Perron root of a Metzler matrix of at most [`MAX_NODA`] states by Noda's iteration (module
-/// docs); `None` when the iteration breaks down (the caller falls back to Newton's method).
-fn perron_noda(g: &[f64], n: usize) -> Option<f64> {
-    if !(3..=MAX_NODA).contains(&n) || g.len() != n * n {
-        return None;
-    }
-    let tol = |x: f64| 1e-13 * x.abs().max(1e-300);
-    // the row-sum bound and the largest diagonal entry bracket the root
+/// A bracket [lo, hi] of the Perron root of the n×n Metzler matrix `g`: the largest diagonal
+/// entry and the largest row sum, narrowed (up to [`MAX_NODA`] states) by the Collatz–Wielandt
+/// bounds of the first-order Perron vector, which is left in `x`.
+fn perron_bracket(g: &[f64], n: usize, x: &mut [f64; MAX_NODA]) -> (f64, f64) {
     let mut lo = f64::NEG_INFINITY;
     let mut hi = f64::NEG_INFINITY;
     for (i, row) in g.chunks_exact(n).enumerate() {
@@ -254,15 +250,28 @@ fn perron_noda(g: &[f64], n: usize) -> Option<f64> {
         hi = hi.max(row.iter().sum::<f64>());
     }
     hi = hi.max(lo);
+    if n <= MAX_NODA {
+        first_order_vector(g, n, x);
+        let (cw_lo, cw_hi) = collatz_wielandt(g, n, &x[..n]);
+        if cw_hi.is_finite() && cw_hi < hi {
+            hi = cw_hi.max(lo);
+        }
+        if cw_lo.is_finite() && cw_lo > lo {
+            lo = cw_lo.min(hi);
+        }
+    }
+    (lo, hi)
+}
+
+/// Perron root of a Metzler matrix of at most [`MAX_NODA`] states by Noda's iteration (module
+/// docs); `None` when the iteration breaks down (the caller falls back to Newton's method).
+fn perron_noda(g: &[f64], n: usize) -> Option<f64> {
+    if !(3..=MAX_NODA).contains(&n) || g.len() != n * n {
+        return None;
+    }
+    let tol = |x: f64| 1e-13 * x.abs().max(1e-300);
     let mut x = [0.0f64; MAX_NODA];
-    first_order_vector(g, n, &mut x);
-    let (l, h) = collatz_wielandt(g, n, &x[..n]);
-    if h.is_finite() && h < hi {
-        hi = h.max(lo);
-    }
-    if l.is_finite() && l > lo {
-        lo = l.min(hi);
-    }
+    let (mut lo, mut hi) = perron_bracket(g, n, &mut x);
     let mut b = [0.0f64; MAX_NODA * MAX_NODA];
     let b = &mut b[..n * n];
     let (mut stalls, mut moved) = (0, false);
@@ -333,25 +342,8 @@ fn perron_noda(g: &[f64], n: usize) -> Option<f64> {
 /// entry k, x_j = g_jk/(g_kk − g_jj) otherwise, floored at a tiny positive number); when the
 /// matching lower bound min_i (Gx)_i/x_i is already within tolerance no Newton step is needed.
 pub(crate) fn perron_newton(g: &[f64], n: usize) -> f64 {
-    let mut lo = f64::NEG_INFINITY;
-    let mut hi = f64::NEG_INFINITY;
-    for i in 0..n {
-        lo = lo.max(g[i * n + i]);
-        hi = hi.max(g[i * n..(i + 1) * n].iter().sum::<f64>());
-    }
-    hi = hi.max(lo);
+    let (mut lo, mut hi) = perron_bracket(g, n, &mut [0.0f64; MAX_NODA]);
     let tol = |x: f64| 1e-13 * x.abs().max(1e-300);
-    if n <= MAX_NODA {
-        let mut x = [0.0f64; MAX_NODA];
-        first_order_vector(g, n, &mut x);
-        let (cw_lo, cw_hi) = collatz_wielandt(g, n, &x[..n]);
-        if cw_hi.is_finite() && cw_hi < hi {
-            hi = cw_hi.max(lo);
-        }
-        if cw_lo.is_finite() && cw_lo > lo {
-            lo = cw_lo.min(hi);
-        }
-    }
     let mut x = hi;
     let mut hi_checked = false;
     for _ in 0..300 {
