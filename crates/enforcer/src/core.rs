@@ -179,7 +179,15 @@ pub struct EnforcerCore<T> {
     /// released and not completed, all flows
     in_flight: usize,
     interval_from_ns: u64,
+    /// cost vectors of completed tickets, handed out again by [`Self::costs_buffer`] (a
+    /// request costs no allocation once the proxy runs)
+    spare: Vec<Vec<f64>>,
+    /// the settled difference of a completion
+    delta: Vec<f64>,
 }
+
+/// Most cost vectors kept for reuse.
+const SPARE_COSTS: usize = 4096;
 
 impl<T> EnforcerCore<T> {
     /// A core for `flows` at `now_ns`, their buckets at the initial rate.
@@ -239,7 +247,22 @@ impl<T> EnforcerCore<T> {
             waiting: PriorityQueue::new(),
             in_flight: 0,
             interval_from_ns: now_ns,
+            spare: Vec::new(),
+            delta: Vec::new(),
         })
+    }
+
+    /// An empty vector for a request's costs: one a completed ticket gave back when there
+    /// is one (pass it to [`Self::submit`]).
+    pub fn costs_buffer(&mut self) -> Vec<f64> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    fn recycle(&mut self, mut costs: Vec<f64>) {
+        if self.spare.len() < SPARE_COSTS {
+            costs.clear();
+            self.spare.push(costs);
+        }
     }
 
     /// The flows, in setup order.
@@ -396,23 +419,29 @@ impl<T> EnforcerCore<T> {
             self.check_hops(flow, a.len())?;
         }
         let f = &mut self.flows[flow];
-        f.meter.go_out(now_ns, &ticket.costs, -1.0);
         match actual {
             Some(a) => {
-                let delta: Vec<f64> = a.iter().zip(&ticket.costs).map(|(x, c)| x - c).collect();
+                let delta = &mut self.delta;
+                delta.clear();
+                delta.extend(a.iter().zip(&ticket.costs).map(|(x, c)| x - c));
                 f.bucket
-                    .adjust(now_ns, &delta)
+                    .adjust(now_ns, delta)
                     .map_err(|source| CoreError::Bucket {
                         flow: f.setup.name.clone(),
                         source,
                     })?;
-                f.meter.let_through(&delta);
+                f.meter.go_out(now_ns, &ticket.costs, -1.0);
+                f.meter.let_through(delta);
                 f.meter.complete_path(a);
             }
-            None => f.meter.complete_path(&ticket.costs),
+            None => {
+                f.meter.go_out(now_ns, &ticket.costs, -1.0);
+                f.meter.complete_path(&ticket.costs);
+            }
         }
         f.in_flight = f.in_flight.saturating_sub(1);
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.recycle(ticket.costs);
         self.fill_window(now_ns, released);
         Ok(())
     }

@@ -68,23 +68,40 @@ impl Charger {
 
     /// What `p` is charged now.
     pub fn charge(&self, p: &Parsed) -> Charge {
-        let mut costs = vec![0.0; self.hops()];
+        let mut costs = Vec::new();
+        let reads = self.charge_into(p, &mut costs);
+        Charge { costs, reads }
+    }
+
+    /// What `p` is charged now, per hop into `costs` (cleared first); returns the keys it
+    /// reads (0 for writes).
+    pub fn charge_into(&self, p: &Parsed, costs: &mut Vec<f64>) -> u32 {
+        costs.clear();
+        costs.resize(self.hops(), 0.0);
         if p.command.is_read() {
             let n = p.keys.max(1);
-            self.add(Op::Get, self.read_estimate(), f64::from(n), &mut costs);
-            Charge { costs, reads: n }
+            self.add(Op::Get, self.read_estimate(), f64::from(n), costs);
+            n
         } else {
-            self.add(Op::Put, p.data_len as u64, 1.0, &mut costs);
-            Charge { costs, reads: 0 }
+            self.add(Op::Put, p.data_len as u64, 1.0, costs);
+            0
         }
     }
 
     /// The real cost of a read whose reply carried values of `sizes` bytes (misses: the keys
     /// without a value), per hop; updates the estimate.
     pub fn settle(&self, reads: u32, sizes: &[usize]) -> Vec<f64> {
-        let mut costs = vec![0.0; self.hops()];
+        let mut costs = Vec::new();
+        self.settle_into(reads, sizes, &mut costs);
+        costs
+    }
+
+    /// [`Self::settle`] into `costs` (cleared first).
+    pub fn settle_into(&self, reads: u32, sizes: &[usize], costs: &mut Vec<f64>) {
+        costs.clear();
+        costs.resize(self.hops(), 0.0);
         for &s in sizes {
-            self.add(Op::Get, s as u64, 1.0, &mut costs);
+            self.add(Op::Get, s as u64, 1.0, costs);
             let _ = self
                 .read_bytes
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
@@ -94,9 +111,8 @@ impl Charger {
         }
         let misses = (reads as usize).saturating_sub(sizes.len());
         if misses > 0 {
-            self.add(Op::Get, 0, misses as f64, &mut costs);
+            self.add(Op::Get, 0, misses as f64, costs);
         }
-        costs
     }
 }
 

@@ -2,11 +2,12 @@
 //! one memcached (the appliance) when the enforcer's core lets them go, and their replies back.
 //!
 //! ```text
-//!  client ──► request task: parse (memcache::request) ─ charge (cost) ─ core.submit ─┐
-//!     ▲                      wait for the gate, in order; forward to the backend     │ slot per
-//!     │                                                                              ▼ request
-//!     └──── reply task: frame the backend's replies (memcache::reply), settle costs, ◄─┘
-//!                       core.complete; error replies of rejected requests in order
+//!  client ──► one task per connection, woken by its sockets' readiness (no channels, no
+//!  ▲          second task): read ─► parse in place (memcache::request) ─► charge (cost) ─►
+//!  │          core.submit ─► admitted: into the backend's write buffer (every complete
+//!  │          request of a read leaves in one write) | queued: held in order until its gate
+//!  │          opens ─► backend ─► replies framed in place (memcache::reply), in request
+//!  └───────── order, into the client's write buffer; costs settled, core.complete
 //!  scheduler task: at core.next_wakeup() (or when poked), core.poll → open the gates
 //! ```
 //!
@@ -27,7 +28,8 @@
 //! or stays silent longer than the backend timeout gets `SERVER_ERROR` for every request still
 //! waiting for it, then the connection closes (as memcached does on severe errors). A client
 //! that does not read its replies within the client timeout is dropped. Memory per connection
-//! is bounded by one line, one value and `depth` requests in flight.
+//! is bounded by one line, one value and `depth` requests in flight. Both timeouts share one
+//! timer per connection, re-armed only when it fires (no timer per read or per request).
 //!
 //! **Time.** All decisions take `now` from the [`Clock`] given at start: the real monotonic
 //! clock in production, a manual one in tests, where [`Proxy::tick`] releases what is due.
@@ -36,21 +38,24 @@ use crate::core::{
     Admit, CoreConfig, CoreError, EnforcerCore, FlowSetup, FlowStatus, IntervalReport, Ticket,
 };
 use crate::cost::Charger;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tailbound_dataplane::clock::Clock;
 use tailbound_dataplane::memcache::reply::ReplyReader;
 use tailbound_dataplane::memcache::request::{Rejection, Suppressed};
-use tailbound_dataplane::memcache::{parse_request, Command, Limits, Parse, ReplyShape};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tailbound_dataplane::memcache::{parse_request, Command, Limits, Parse, Parsed, ReplyShape};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// How a listener tells which flow a connection belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,9 +168,9 @@ impl Shared {
     }
 
     /// Opens released gates; a gate whose connection is gone completes at once.
-    fn open(&self, released: Vec<(Waker, Ticket)>) {
+    fn open(&self, released: &mut Vec<(Waker, Ticket)>) {
         let mut orphans = Vec::new();
-        for (gate, ticket) in released {
+        for (gate, ticket) in released.drain(..) {
             if let Err(ticket) = gate.send(ticket) {
                 orphans.push(ticket);
             }
@@ -191,7 +196,7 @@ impl Shared {
         let mut released = Vec::new();
         let now = self.now();
         self.core().poll(now, &mut released);
-        self.open(released);
+        self.open(&mut released);
     }
 }
 
@@ -328,7 +333,7 @@ impl Proxy {
         self.shared
             .core()
             .set_allocation(now, flow, rates, &mut released)?;
-        self.shared.open(released);
+        self.shared.open(&mut released);
         self.shared.wake.notify_one();
         Ok(())
     }
@@ -341,7 +346,7 @@ impl Proxy {
         let mut released = Vec::new();
         let now = self.shared.now();
         self.shared.core().set_unlimited(now, flow, &mut released)?;
-        self.shared.open(released);
+        self.shared.open(&mut released);
         self.shared.wake.notify_one();
         Ok(())
     }
@@ -477,55 +482,171 @@ enum ConnError {
     Protocol(&'static str),
 }
 
-/// What the reply task must do for each request, in order.
-enum Slot {
+/// Free room every socket read gets at least [bytes].
+const READ_ROOM: usize = 16 * 1024;
+/// A buffer that grew beyond this (a large value) is given back once it is empty [bytes].
+const KEEP_BUFFER: usize = 256 * 1024;
+/// Replies waiting for a slow client beyond this hold back the reading of more [bytes].
+const CLIENT_BACKLOG: usize = 256 * 1024;
+
+/// Bytes read from a socket and parsed where they lie: the unparsed data is
+/// `buf[start..end]`. The buffer is zeroed when it grows, never per read.
+struct InBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl InBuf {
+    fn new() -> InBuf {
+        InBuf {
+            buf: vec![0; 2 * READ_ROOM],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            if self.buf.len() > KEEP_BUFFER {
+                self.buf = vec![0; 2 * READ_ROOM];
+            }
+        }
+    }
+
+    /// Reads what the socket holds into at least [`READ_ROOM`] of room; `Ok(0)` at its end.
+    fn poll_fill(
+        &mut self,
+        s: &mut TcpStream,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<usize>> {
+        if self.buf.len() - self.end < READ_ROOM {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.buf.len() - self.end < READ_ROOM {
+                let grown = (2 * self.buf.len()).max(self.end + READ_ROOM);
+                self.buf.resize(grown, 0);
+            }
+        }
+        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
+        match Pin::new(s).poll_read(cx, &mut rb) {
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                self.end += n;
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    async fn fill(&mut self, s: &mut TcpStream) -> std::io::Result<usize> {
+        std::future::poll_fn(|cx| self.poll_fill(s, cx)).await
+    }
+}
+
+/// Bytes for a socket, in order; `buf[at..]` is still to go.
+#[derive(Default)]
+struct OutBuf {
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl OutBuf {
+    fn pending(&self) -> usize {
+        self.buf.len() - self.at
+    }
+
+    fn extend(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
+
+    /// Writes what the socket takes: ready when all went (or on an error); `moved` tells
+    /// whether any byte went.
+    fn poll_flush(
+        &mut self,
+        s: &mut TcpStream,
+        cx: &mut Context<'_>,
+        moved: &mut bool,
+    ) -> Poll<std::io::Result<()>> {
+        while self.at < self.buf.len() {
+            match Pin::new(&mut *s).poll_write(cx, &self.buf[self.at..]) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.at += n;
+                    *moved = true;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        self.buf.clear();
+        self.at = 0;
+        if self.buf.capacity() > KEEP_BUFFER {
+            self.buf = Vec::new();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// How the reply to a forwarded request is framed and settled.
+#[derive(Debug, Clone, Copy)]
+struct ReplyOf {
+    shape: ReplyShape,
+    /// the client asked for a quiet reply: drop what it suppresses
+    suppressed: Option<Suppressed>,
+    /// keys read (costs settled from the reply)
+    reads: u32,
+}
+
+/// A request's place in the reply order, once it left (or needs no backend).
+enum Sent {
     /// the proxy's own reply (a rejected request)
     Local(Bytes),
-    /// a request sent to the backend
-    Backend {
-        shape: ReplyShape,
-        /// the client asked for a quiet reply: drop what it suppresses
-        suppressed: Option<Suppressed>,
-        /// keys read (costs settled from the reply)
-        reads: u32,
-        ticket: Ticket,
-    },
-    /// `quit`: close after the replies before it
-    Quit,
+    /// forwarded to the backend
+    Backend(ReplyOf, Ticket),
+    /// `quit`, or a line too long to resynchronise: close after the replies before it
+    Close,
 }
 
-/// A parsed request on its way out, in order.
-enum Out {
-    Local(Bytes),
+/// A request parsed behind one that waits for tokens, kept in arrival order.
+enum Held {
     Request {
+        /// what is forwarded (without a quiet token)
         bytes: Bytes,
-        shape: ReplyShape,
-        suppressed: Option<Suppressed>,
-        reads: u32,
+        reply: ReplyOf,
         gate: Gate,
     },
-    Quit,
-    /// reply, then close (a line too long to resynchronise)
-    Close(Bytes),
+    Other(Sent),
 }
 
-/// Whether a request may go: its ticket, or where its ticket will come from.
+/// Whether a held request may go: its ticket, or where its ticket will come from.
 enum Gate {
     Open(Ticket),
     Wait(oneshot::Receiver<Ticket>),
 }
 
-async fn read_some(
-    r: &mut OwnedReadHalf,
-    buf: &mut BytesMut,
-    closing: &mut watch::Receiver<bool>,
-) -> Result<usize, ConnError> {
-    if buf.capacity() - buf.len() < 4096 {
-        buf.reserve(16 * 1024);
-    }
-    tokio::select! {
-        n = r.read_buf(buf) => n.map_err(ConnError::Client),
-        _ = closing.changed() => Ok(0),
+/// Appends request `raw` to `out` without its quiet token (every request gets a reply from
+/// the backend, so the proxy always knows where one ends).
+fn without_quiet(raw: &[u8], quiet: Option<(usize, usize)>, out: &mut Vec<u8>) {
+    match quiet {
+        None => out.extend_from_slice(raw),
+        Some((a, b)) => {
+            out.extend_from_slice(&raw[..a]);
+            out.extend_from_slice(&raw[b..]);
+        }
     }
 }
 
@@ -533,18 +654,16 @@ async fn read_some(
 /// `<user> <secret>`. Returns the flow, having answered `STORED`.
 async fn authenticate(
     shared: &Shared,
-    r: &mut OwnedReadHalf,
-    w: &mut OwnedWriteHalf,
-    buf: &mut BytesMut,
+    s: &mut TcpStream,
+    buf: &mut InBuf,
 ) -> Result<usize, ConnError> {
-    let (_tx, mut never) = watch::channel(false);
     let timeout = shared.cfg.client_timeout;
     let parsed = tokio::time::timeout(timeout, async {
         loop {
-            if let Some(p) = parse_request(buf, &shared.cfg.limits) {
+            if let Some(p) = parse_request(buf.data(), &shared.cfg.limits) {
                 return Ok(p);
             }
-            if read_some(r, buf, &mut never).await? == 0 {
+            if buf.fill(s).await.map_err(ConnError::Client)? == 0 {
                 return Err(ConnError::Protocol("closed before authenticating"));
             }
         }
@@ -553,7 +672,7 @@ async fn authenticate(
     .map_err(|_| ConnError::Protocol("no authentication within the client timeout"))??;
     let flow = match &parsed {
         Parse::Request(p) if p.command == Command::Set => {
-            let data = &buf[p.line_len..p.line_len + p.data_len];
+            let data = &buf.data()[p.line_len..p.line_len + p.data_len];
             let text = String::from_utf8_lossy(data);
             let mut it = text.split_whitespace();
             let (user, secret) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
@@ -569,25 +688,24 @@ async fn authenticate(
         Some(_) => b"STORED\r\n",
         None => b"CLIENT_ERROR authentication failure\r\n",
     };
-    let _ = tokio::time::timeout(timeout, w.write_all(reply)).await;
+    let _ = tokio::time::timeout(timeout, s.write_all(reply)).await;
     let len = match parsed {
         Parse::Request(p) => p.len,
         Parse::Reject { len, .. } => len,
     };
-    buf.advance(len.min(buf.len()));
+    buf.consume(len);
     flow.ok_or(ConnError::Auth)
 }
 
 async fn serve(
     shared: &Arc<Shared>,
-    stream: TcpStream,
+    mut client: TcpStream,
     identify: Identify,
 ) -> Result<(), ConnError> {
-    let (mut cr, mut cw) = stream.into_split();
-    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let mut cin = InBuf::new();
     let flow = match identify {
         Identify::Flow(f) => f,
-        Identify::Auth => authenticate(shared, &mut cr, &mut cw, &mut buf).await?,
+        Identify::Auth => authenticate(shared, &mut client, &mut cin).await?,
     };
     let backend = shared.cfg.backend;
     let t = shared.cfg.backend_timeout;
@@ -596,414 +714,563 @@ async fn serve(
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no connection within {t:?}")),
     };
-    let bs = match connected {
+    let backend = match connected {
         Ok(s) => s,
         Err(e) => {
             // answer the first request, then close (memcached closes after a severe error)
-            let (_tx, mut never) = watch::channel(false);
             let _ = tokio::time::timeout(shared.cfg.client_timeout, async {
-                while parse_request(&buf, &shared.cfg.limits).is_none() {
-                    if read_some(&mut cr, &mut buf, &mut never).await.unwrap_or(0) == 0 {
+                while parse_request(cin.data(), &shared.cfg.limits).is_none() {
+                    if cin.fill(&mut client).await.unwrap_or(0) == 0 {
                         return;
                     }
                 }
             })
             .await;
             let msg = format!("SERVER_ERROR backend unavailable: {e}\r\n");
-            let _ =
-                tokio::time::timeout(shared.cfg.client_timeout, cw.write_all(msg.as_bytes())).await;
+            let _ = tokio::time::timeout(shared.cfg.client_timeout, client.write_all(msg.as_bytes()))
+                .await;
             return Err(ConnError::Backend(e));
         }
     };
-    let _ = bs.set_nodelay(true);
-    let (br, bw) = bs.into_split();
-    let (tx, rx) = mpsc::channel::<Slot>(shared.cfg.depth);
-    let (closing_tx, closing) = watch::channel(false);
-    let replies = tokio::spawn(reply_task(shared.clone(), flow, br, cw, rx, closing_tx));
-    let r = request_task(shared, flow, cr, bw, buf, tx, closing).await;
-    let r2 = replies.await.unwrap_or(Ok(()));
-    r.and(r2)
-}
-
-/// Parses, charges, waits for the gates in order and forwards; see the module docs.
-async fn request_task(
-    shared: &Arc<Shared>,
-    flow: usize,
-    mut cr: OwnedReadHalf,
-    mut bw: OwnedWriteHalf,
-    mut buf: BytesMut,
-    tx: mpsc::Sender<Slot>,
-    mut closing: watch::Receiver<bool>,
-) -> Result<(), ConnError> {
-    let limits = shared.cfg.limits;
+    let _ = backend.set_nodelay(true);
     let charger = shared.flows[flow].charger.clone();
-    let mut swallow = 0usize;
-    let mut outq: VecDeque<Out> = VecDeque::new();
-    let mut wbuf: Vec<Bytes> = Vec::new();
-    let mut released = Vec::new();
-    let mut eof = false;
-    loop {
-        if swallow > 0 {
-            let n = swallow.min(buf.len());
-            buf.advance(n);
-            swallow -= n;
-        }
-        // parse what is complete, up to the depth
-        while swallow == 0 && outq.len() < shared.cfg.depth {
-            let Some(parsed) = parse_request(&buf, &limits) else {
-                break;
-            };
-            match parsed {
-                Parse::Request(p) if p.command == Command::Quit => {
-                    buf.advance(p.len);
-                    outq.push_back(Out::Quit);
-                    eof = true;
-                    break;
-                }
-                Parse::Request(p) => {
-                    let charge = charger.charge(&p);
-                    let raw = buf.split_to(p.len).freeze();
-                    let bytes = match p.quiet {
-                        None => raw,
-                        Some((a, b)) => {
-                            let mut v = BytesMut::with_capacity(raw.len() - (b - a));
-                            v.extend_from_slice(&raw[..a]);
-                            v.extend_from_slice(&raw[b..]);
-                            v.freeze()
-                        }
-                    };
-                    let mut wait = None;
-                    let admit = {
-                        let now = shared.now();
-                        shared.core().submit(
-                            now,
-                            flow,
-                            charge.costs,
-                            || {
-                                let (gtx, grx) = oneshot::channel();
-                                wait = Some(grx);
-                                gtx
-                            },
-                            &mut released,
-                        )
-                    };
-                    shared.open(std::mem::take(&mut released));
-                    let gate = match admit {
-                        Ok(Admit::Now(t)) => Gate::Open(t),
-                        Ok(Admit::Queued) => {
-                            shared.wake.notify_one();
-                            match wait {
-                                Some(w) => Gate::Wait(w),
-                                None => return Err(ConnError::Protocol("queued without a gate")),
-                            }
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "enforcer refused a request");
-                            outq.push_back(Out::Local(Bytes::from_static(
-                                b"SERVER_ERROR enforcer error\r\n",
-                            )));
-                            continue;
-                        }
-                    };
-                    outq.push_back(Out::Request {
-                        bytes,
-                        shape: p.command.reply_shape(),
-                        suppressed: p.quiet.and_then(|_| p.command.quiet_suppresses()),
-                        reads: charge.reads,
-                        gate,
-                    });
-                }
-                Parse::Reject { len, reason, close } => {
-                    let n = len.min(buf.len());
-                    buf.advance(n);
-                    swallow = len - n;
-                    let reply = Bytes::from(reason.reply().into_owned());
-                    if close || reason == Rejection::LineTooLong {
-                        outq.push_back(Out::Close(reply));
-                        eof = true;
-                        break;
-                    }
-                    outq.push_back(Out::Local(reply));
-                }
-            }
-        }
-        // forward in order; a request waiting for tokens holds back the ones behind it
-        while let Some(out) = outq.pop_front() {
-            match out {
-                Out::Local(b) => send_slot(&tx, Slot::Local(b)).await?,
-                Out::Close(b) => {
-                    flush(&mut bw, &mut wbuf, shared.cfg.backend_timeout).await?;
-                    send_slot(&tx, Slot::Local(b)).await?;
-                    send_slot(&tx, Slot::Quit).await?;
-                }
-                Out::Quit => {
-                    flush(&mut bw, &mut wbuf, shared.cfg.backend_timeout).await?;
-                    send_slot(&tx, Slot::Quit).await?;
-                }
-                Out::Request {
-                    bytes,
-                    shape,
-                    suppressed,
-                    reads,
-                    gate,
-                } => {
-                    let ticket = match gate {
-                        Gate::Open(t) => t,
-                        Gate::Wait(rx) => {
-                            flush(&mut bw, &mut wbuf, shared.cfg.backend_timeout).await?;
-                            tokio::select! {
-                                t = rx => t.map_err(|_| ConnError::Protocol("gate dropped"))?,
-                                _ = closing.changed() => return Ok(()),
-                            }
-                        }
-                    };
-                    let slot = Slot::Backend {
-                        shape,
-                        suppressed,
-                        reads,
-                        ticket,
-                    };
-                    send_slot(&tx, slot).await?;
-                    wbuf.push(bytes);
-                }
-            }
-        }
-        flush(&mut bw, &mut wbuf, shared.cfg.backend_timeout).await?;
-        if eof {
-            return Ok(());
-        }
-        if parse_request(&buf, &limits).is_some() && swallow == 0 {
-            continue;
-        }
-        if read_some(&mut cr, &mut buf, &mut closing).await? == 0 {
-            return Ok(());
-        }
-    }
-}
-
-async fn send_slot(tx: &mpsc::Sender<Slot>, slot: Slot) -> Result<(), ConnError> {
-    tx.send(slot)
-        .await
-        .map_err(|_| ConnError::Protocol("reply task ended"))
-}
-
-async fn flush(
-    bw: &mut OwnedWriteHalf,
-    wbuf: &mut Vec<Bytes>,
-    t: Duration,
-) -> Result<(), ConnError> {
-    let write = async {
-        match wbuf.len() {
-            0 => Ok(()),
-            1 => bw.write_all(&wbuf[0]).await,
-            _ => {
-                let mut all = Vec::with_capacity(wbuf.iter().map(Bytes::len).sum());
-                for b in wbuf.iter() {
-                    all.extend_from_slice(b);
-                }
-                bw.write_all(&all).await
+    let mut conn = Conn {
+        shared,
+        flow,
+        charger: &charger,
+        depth: shared.cfg.depth,
+        client,
+        backend,
+        cin,
+        swallow: 0,
+        eof: false,
+        closing: false,
+        held: VecDeque::new(),
+        bout: OutBuf::default(),
+        sent: VecDeque::new(),
+        outstanding: 0,
+        bin: InBuf::new(),
+        reader: ReplyReader::new(ReplyShape::Line, shared.cfg.limits),
+        reading: false,
+        sizes: Vec::new(),
+        actual: Vec::new(),
+        cout: OutBuf::default(),
+        released: Vec::new(),
+        timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        armed: None,
+        backend_since: None,
+        backend_moved: false,
+        client_since: None,
+        client_moved: false,
+    };
+    let r = std::future::poll_fn(|cx| conn.poll_run(cx)).await;
+    conn.abandon();
+    // what is ready for the client goes out, then the connection closes
+    let flushed = match r {
+        Err(ConnError::Client(_) | ConnError::ClientTimeout(_)) => Ok(()),
+        _ => {
+            let ct = shared.cfg.client_timeout;
+            let out = &conn.cout.buf[conn.cout.at..];
+            match tokio::time::timeout(ct, conn.client.write_all(out)).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(ConnError::Client(e)),
+                Err(_) => Err(ConnError::ClientTimeout(ct)),
             }
         }
     };
-    let r = tokio::time::timeout(t, write).await;
-    wbuf.clear();
-    match r {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(ConnError::Backend(e.to_string())),
-        Err(_) => Err(ConnError::Backend(format!(
-            "not accepting requests within {t:?}"
-        ))),
-    }
+    let _ = conn.client.shutdown().await;
+    r.and(flushed)
 }
 
-/// Frames the backend's replies in request order, forwards them, settles costs and completes
-/// tickets; see the module docs.
-async fn reply_task(
-    shared: Arc<Shared>,
+/// One client connection and its backend connection, driven by one task: every socket is
+/// polled where the state says it matters, so a request costs no channel hop, no task
+/// switch, no allocation on its way (but its cost vector) and no timer of its own.
+struct Conn<'a> {
+    shared: &'a Shared,
     flow: usize,
-    mut br: OwnedReadHalf,
-    mut cw: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Slot>,
-    closing: watch::Sender<bool>,
-) -> Result<(), ConnError> {
-    let limits = shared.cfg.limits;
-    let charger = shared.flows[flow].charger.clone();
-    let ct = shared.cfg.client_timeout;
-    let bt = shared.cfg.backend_timeout;
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut out: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut reader = ReplyReader::new(ReplyShape::Line, limits);
-    let mut sizes: Vec<usize> = Vec::new();
-    let mut released = Vec::new();
-    let result: Result<(), ConnError> = 'run: loop {
-        let slot = match rx.try_recv() {
-            Ok(s) => s,
-            Err(mpsc::error::TryRecvError::Disconnected) => break 'run Ok(()),
-            Err(mpsc::error::TryRecvError::Empty) => {
-                if let Err(e) = write_client(&mut cw, &mut out, ct).await {
-                    break 'run Err(e);
-                }
-                match rx.recv().await {
-                    Some(s) => s,
-                    None => break 'run Ok(()),
+    charger: &'a Charger,
+    depth: usize,
+    client: TcpStream,
+    backend: TcpStream,
+    /// the client's bytes not parsed yet
+    cin: InBuf,
+    /// bytes of a rejected value still to skip
+    swallow: usize,
+    /// the client sent its last byte
+    eof: bool,
+    /// no request is parsed any more (`quit`, a line too long)
+    closing: bool,
+    /// parsed, behind a request that waits for tokens
+    held: VecDeque<Held>,
+    /// requests for the backend, batched
+    bout: OutBuf,
+    /// every request gone (or answered here), in order, until its reply is framed
+    sent: VecDeque<Sent>,
+    /// `Sent::Backend` in `sent`
+    outstanding: usize,
+    /// the backend's bytes not framed yet
+    bin: InBuf,
+    reader: ReplyReader,
+    /// `reader` was reset for the reply at the head of `sent`
+    reading: bool,
+    /// values read in the head reply [bytes]
+    sizes: Vec<usize>,
+    /// the head reply's real costs per hop
+    actual: Vec<f64>,
+    /// replies for the client, batched
+    cout: OutBuf,
+    released: Vec<(Waker, Ticket)>,
+    /// the connection's one timer, for the backend's and the client's deadlines, re-armed
+    /// only when it fires or must fire earlier
+    timer: Pin<Box<tokio::time::Sleep>>,
+    armed: Option<Instant>,
+    /// since when the backend has been busy without progress (set when the task idles)
+    backend_since: Option<Instant>,
+    backend_moved: bool,
+    /// since when replies have waited for the client without progress
+    client_since: Option<Instant>,
+    client_moved: bool,
+}
+
+impl Conn<'_> {
+    fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnError>> {
+        loop {
+            let mut progress = false;
+            // requests in
+            if !self.eof && !self.closing && self.held.len() + self.sent.len() < self.depth {
+                match self.cin.poll_fill(&mut self.client, cx) {
+                    Poll::Ready(Ok(0)) => {
+                        self.eof = true;
+                        progress = true;
+                    }
+                    Poll::Ready(Ok(_)) => progress = true,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(ConnError::Client(e))),
+                    Poll::Pending => {}
                 }
             }
-        };
-        let (shape, suppressed, reads, ticket) = match slot {
-            Slot::Local(b) => {
-                out.extend_from_slice(&b);
+            progress |= self.parse();
+            match self.release(cx) {
+                Ok(p) => progress |= p,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            // requests out, every complete one at once
+            if self.bout.pending() > 0 {
+                let mut moved = false;
+                if let Poll::Ready(Err(e)) = self.bout.poll_flush(&mut self.backend, cx, &mut moved)
+                {
+                    return self.fail(format!("SERVER_ERROR backend connection lost: {e}"));
+                }
+                self.backend_moved |= moved;
+                progress |= moved;
+            }
+            // replies in, framed in request order
+            if self.outstanding > 0 && self.cout.pending() < CLIENT_BACKLOG {
+                match self.bin.poll_fill(&mut self.backend, cx) {
+                    Poll::Ready(Ok(0)) => {
+                        return self.fail("SERVER_ERROR backend connection lost".into());
+                    }
+                    Poll::Ready(Ok(_)) => {
+                        self.backend_moved = true;
+                        progress = true;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        return self.fail(format!("SERVER_ERROR backend connection lost: {e}"));
+                    }
+                    Poll::Pending => {}
+                }
+            }
+            match self.frame() {
+                Ok(p) => progress |= p,
+                Err(msg) => return self.fail(msg),
+            }
+            // replies out
+            if self.cout.pending() > 0 {
+                let mut moved = false;
+                match self.cout.poll_flush(&mut self.client, cx, &mut moved) {
+                    Poll::Ready(Ok(())) => {}
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(ConnError::Client(e))),
+                    Poll::Pending => {}
+                }
+                self.client_moved |= moved;
+                progress |= moved;
+            }
+            // the end: `quit` reached, or the client is done and everything answered
+            if matches!(self.sent.front(), Some(Sent::Close)) {
+                return Poll::Ready(Ok(()));
+            }
+            if (self.eof || self.closing) && self.held.is_empty() && self.sent.is_empty() {
+                let more = self.eof
+                    && !self.closing
+                    && self.swallow == 0
+                    && parse_request(self.cin.data(), &self.shared.cfg.limits).is_some();
+                if !more {
+                    return Poll::Ready(Ok(()));
+                }
+                progress = true;
+            }
+            if progress {
                 continue;
             }
-            Slot::Quit => break 'run Ok(()),
-            Slot::Backend {
-                shape,
-                suppressed,
-                reads,
-                ticket,
-            } => (shape, suppressed, reads, ticket),
-        };
-        reader.reset(shape);
-        sizes.clear();
-        let mut pending = Some(ticket);
-        'reply: loop {
-            // a chunk of the reply, or why the backend failed it
-            let c = 'chunk: {
-                let failure = match reader.next_chunk(&buf) {
-                    Ok(Some(c)) => break 'chunk c,
-                    Ok(None) => {
-                        // the client gets what is ready while the backend works
-                        if !out.is_empty() {
-                            if let Err(e) = write_client(&mut cw, &mut out, ct).await {
-                                break 'run Err(e);
-                            }
-                        }
-                        if buf.capacity() - buf.len() < 16 * 1024 {
-                            buf.reserve(64 * 1024);
-                        }
-                        match tokio::time::timeout(bt, br.read_buf(&mut buf)).await {
-                            Ok(Ok(n)) if n > 0 => continue 'reply,
-                            Ok(Ok(_)) => "SERVER_ERROR backend connection lost".to_string(),
-                            Ok(Err(e)) => format!("SERVER_ERROR backend connection lost: {e}"),
-                            Err(_) => {
-                                format!("SERVER_ERROR backend timeout: no reply within {bt:?}")
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "malformed reply from the backend");
-                        format!("SERVER_ERROR malformed reply from the backend: {e}")
-                    }
-                };
-                break 'run fail(
-                    &shared,
-                    &mut cw,
-                    &mut out,
-                    &mut rx,
-                    pending.take(),
-                    &failure,
-                    ct,
-                )
-                .await;
-            };
-            // a value read: every item of a retrieval, the `VA` of an `mg`
-            let value = (shape == ReplyShape::Retrieval && !c.done && !c.error)
-                || (shape == ReplyShape::Meta && c.code == *b"VA" && reads > 0);
-            if value {
-                sizes.push(c.value_bytes);
+            match self.poll_deadlines(cx) {
+                Poll::Ready(Some(r)) => return Poll::Ready(r),
+                Poll::Ready(None) => continue,
+                Poll::Pending => return Poll::Pending,
             }
-            let drop_it = match suppressed {
+        }
+    }
+
+    /// The task is idle: a backend busy without progress for the backend timeout fails the
+    /// requests waiting for it; a client that leaves its replies unread for the client
+    /// timeout is dropped. `Ready(None)`: look again.
+    fn poll_deadlines(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<(), ConnError>>> {
+        // the backend is waited for only while replies are read (not behind a slow client)
+        let backend_busy = (self.outstanding > 0 && self.cout.pending() < CLIENT_BACKLOG)
+            || self.bout.pending() > 0;
+        let client_stuck = self.cout.pending() > 0;
+        if !backend_busy {
+            self.backend_since = None;
+        }
+        if !client_stuck {
+            self.client_since = None;
+        }
+        if !backend_busy && !client_stuck {
+            return Poll::Pending;
+        }
+        let now = Instant::now();
+        if backend_busy && (self.backend_moved || self.backend_since.is_none()) {
+            self.backend_since = Some(now);
+        }
+        if client_stuck && (self.client_moved || self.client_since.is_none()) {
+            self.client_since = Some(now);
+        }
+        self.backend_moved = false;
+        self.client_moved = false;
+        let (bt, ct) = (self.shared.cfg.backend_timeout, self.shared.cfg.client_timeout);
+        let backend_due = self.backend_since.map(|t| t + bt);
+        let client_due = self.client_since.map(|t| t + ct);
+        if backend_due.is_some_and(|d| d <= now) {
+            let msg = if self.bout.pending() > 0 {
+                format!("SERVER_ERROR backend timeout: not accepting requests within {bt:?}")
+            } else {
+                format!("SERVER_ERROR backend timeout: no reply within {bt:?}")
+            };
+            return self.fail(msg).map(Some);
+        }
+        if client_due.is_some_and(|d| d <= now) {
+            return Poll::Ready(Some(Err(ConnError::ClientTimeout(ct))));
+        }
+        let Some(due) = backend_due.into_iter().chain(client_due).min() else {
+            return Poll::Pending;
+        };
+        if self.armed.is_none_or(|a| a > due || a <= now) {
+            self.timer.as_mut().reset(due);
+            self.armed = Some(due);
+        }
+        match self.timer.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.armed = None;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Puts `s` in the reply order: behind the held requests if any wait.
+    fn push(&mut self, s: Sent) {
+        if self.held.is_empty() {
+            self.sent.push_back(s);
+        } else {
+            self.held.push_back(Held::Other(s));
+        }
+    }
+
+    /// Parses what is complete in the client's bytes, up to the depth: charges, submits and
+    /// forwards (or holds) requests, answers rejected ones.
+    fn parse(&mut self) -> bool {
+        let mut progress = false;
+        loop {
+            if self.swallow > 0 {
+                let n = self.swallow.min(self.cin.data().len());
+                self.cin.consume(n);
+                self.swallow -= n;
+                progress |= n > 0;
+                if self.swallow > 0 {
+                    break;
+                }
+            }
+            if self.closing || self.held.len() + self.sent.len() >= self.depth {
+                break;
+            }
+            let Some(parsed) = parse_request(self.cin.data(), &self.shared.cfg.limits) else {
+                break;
+            };
+            progress = true;
+            match parsed {
+                Parse::Request(p) if p.command == Command::Quit => {
+                    self.cin.consume(p.len);
+                    self.push(Sent::Close);
+                    self.closing = true;
+                }
+                Parse::Request(p) => self.submit(&p),
+                Parse::Reject { len, reason, close } => {
+                    let n = len.min(self.cin.data().len());
+                    self.cin.consume(n);
+                    self.swallow = len - n;
+                    self.push(Sent::Local(Bytes::from(reason.reply().into_owned())));
+                    if close || reason == Rejection::LineTooLong {
+                        self.push(Sent::Close);
+                        self.closing = true;
+                    }
+                }
+            }
+        }
+        progress
+    }
+
+    /// Charges request `p` (at the front of the client's bytes) and hands it to the core:
+    /// admitted with nothing held, it is appended to the backend's bytes; otherwise held.
+    fn submit(&mut self, p: &Parsed) {
+        let mut wait = None;
+        let (admit, reads) = {
+            let now = self.shared.now();
+            let mut core = self.shared.core();
+            let mut costs = core.costs_buffer();
+            let reads = self.charger.charge_into(p, &mut costs);
+            let admit = core.submit(
+                now,
+                self.flow,
+                costs,
+                || {
+                    let (gtx, grx) = oneshot::channel();
+                    wait = Some(grx);
+                    gtx
+                },
+                &mut self.released,
+            );
+            (admit, reads)
+        };
+        self.shared.open(&mut self.released);
+        let reply = ReplyOf {
+            shape: p.command.reply_shape(),
+            suppressed: p.quiet.and_then(|_| p.command.quiet_suppresses()),
+            reads,
+        };
+        let gate = match admit {
+            Ok(Admit::Now(t)) if self.held.is_empty() => {
+                // the common path: straight into the backend's bytes
+                without_quiet(&self.cin.data()[..p.len], p.quiet, &mut self.bout.buf);
+                self.cin.consume(p.len);
+                self.sent.push_back(Sent::Backend(reply, t));
+                self.outstanding += 1;
+                return;
+            }
+            Ok(Admit::Now(t)) => Gate::Open(t),
+            Ok(Admit::Queued) => {
+                self.shared.wake.notify_one();
+                match wait {
+                    Some(w) => Gate::Wait(w),
+                    None => {
+                        // the core queues only with an item; refuse rather than lose order
+                        tracing::warn!("the enforcer queued a request without its gate");
+                        self.cin.consume(p.len);
+                        self.push(Sent::Local(Bytes::from_static(
+                            b"SERVER_ERROR enforcer error\r\n",
+                        )));
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "enforcer refused a request");
+                self.cin.consume(p.len);
+                self.push(Sent::Local(Bytes::from_static(
+                    b"SERVER_ERROR enforcer error\r\n",
+                )));
+                return;
+            }
+        };
+        let mut bytes = Vec::with_capacity(p.len);
+        without_quiet(&self.cin.data()[..p.len], p.quiet, &mut bytes);
+        self.cin.consume(p.len);
+        self.held.push_back(Held::Request {
+            bytes: Bytes::from(bytes),
+            reply,
+            gate,
+        });
+    }
+
+    /// Forwards held requests whose gates opened, in order.
+    fn release(&mut self, cx: &mut Context<'_>) -> Result<bool, ConnError> {
+        let mut progress = false;
+        loop {
+            let opened = match self.held.front_mut() {
+                None => break,
+                Some(Held::Request {
+                    gate: Gate::Wait(rx),
+                    ..
+                }) => match Pin::new(rx).poll(cx) {
+                    Poll::Ready(Ok(t)) => Some(t),
+                    Poll::Ready(Err(_)) => return Err(ConnError::Protocol("gate dropped")),
+                    Poll::Pending => break,
+                },
+                Some(_) => None,
+            };
+            let Some(h) = self.held.pop_front() else {
+                break;
+            };
+            progress = true;
+            match (h, opened) {
+                (Held::Request { bytes, reply, .. }, Some(t))
+                | (
+                    Held::Request {
+                        bytes,
+                        reply,
+                        gate: Gate::Open(t),
+                    },
+                    None,
+                ) => {
+                    self.bout.extend(&bytes);
+                    self.sent.push_back(Sent::Backend(reply, t));
+                    self.outstanding += 1;
+                }
+                (Held::Request { .. }, None) => {
+                    return Err(ConnError::Protocol("a held request lost its gate"));
+                }
+                (Held::Other(s), _) => self.sent.push_back(s),
+            }
+        }
+        Ok(progress)
+    }
+
+    /// Frames the backend's replies in request order into the client's bytes, settles each
+    /// request's costs when its reply is complete. `Err`: the reply line for a malformed reply.
+    fn frame(&mut self) -> Result<bool, String> {
+        let mut progress = false;
+        while self.cout.pending() < CLIENT_BACKLOG {
+            let reply = match self.sent.front() {
+                None | Some(Sent::Close) => break,
+                Some(Sent::Local(_)) => {
+                    if let Some(Sent::Local(b)) = self.sent.pop_front() {
+                        self.cout.extend(&b);
+                    }
+                    progress = true;
+                    continue;
+                }
+                Some(Sent::Backend(reply, _)) => *reply,
+            };
+            if !self.reading {
+                self.reader.reset(reply.shape);
+                self.sizes.clear();
+                self.reading = true;
+            }
+            let c = match self.reader.next_chunk(self.bin.data()) {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "malformed reply from the backend");
+                    return Err(format!("SERVER_ERROR malformed reply from the backend: {e}"));
+                }
+            };
+            progress = true;
+            // a value read: every item of a retrieval, the `VA` of an `mg`
+            let value = (reply.shape == ReplyShape::Retrieval && !c.done && !c.error)
+                || (reply.shape == ReplyShape::Meta && c.code == *b"VA" && reply.reads > 0);
+            if value {
+                self.sizes.push(c.value_bytes);
+            }
+            let drop_it = match reply.suppressed {
                 Some(Suppressed::AllButErrors) => !c.error,
                 Some(Suppressed::Code(code)) => c.done && !c.error && c.code == code,
                 None => false,
             };
             if !drop_it {
-                out.extend_from_slice(&buf[..c.len]);
+                self.cout.extend(&self.bin.data()[..c.len]);
             }
-            buf.advance(c.len);
-            if out.len() >= 256 * 1024 {
-                if let Err(e) = write_client(&mut cw, &mut out, ct).await {
-                    break 'run Err(e);
+            self.bin.consume(c.len);
+            if c.done {
+                self.reading = false;
+                if let Some(Sent::Backend(reply, ticket)) = self.sent.pop_front() {
+                    self.outstanding -= 1;
+                    self.settle(reply, ticket);
                 }
             }
-            if c.done {
-                break;
+        }
+        Ok(progress)
+    }
+
+    /// A reply is complete: the request's real costs go to the core.
+    fn settle(&mut self, reply: ReplyOf, ticket: Ticket) {
+        if reply.reads > 0 {
+            self.charger
+                .settle_into(reply.reads, &self.sizes, &mut self.actual);
+        }
+        let actual = (reply.reads > 0).then_some(self.actual.as_slice());
+        let now = self.shared.now();
+        let r = self
+            .shared
+            .core()
+            .complete(now, ticket, actual, &mut self.released);
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "completing a request");
+        }
+        self.shared.open(&mut self.released);
+    }
+
+    /// The backend failed: every request waiting for it gets `msg` (the proxy's own replies
+    /// in between keep their places), then the connection closes.
+    fn fail<T>(&mut self, msg: String) -> Poll<Result<T, ConnError>> {
+        let line = format!("{msg}\r\n");
+        while let Some(s) = self.sent.pop_front() {
+            match s {
+                Sent::Local(b) => self.cout.extend(&b),
+                Sent::Backend(_, t) => {
+                    self.cout.extend(line.as_bytes());
+                    complete_unanswered(self.shared, t);
+                }
+                Sent::Close => break,
             }
         }
-        if let Some(t) = pending.take() {
-            let actual = (reads > 0).then(|| charger.settle(reads, &sizes));
-            let now = shared.now();
-            let r = shared
-                .core()
-                .complete(now, t, actual.as_deref(), &mut released);
-            if let Err(e) = r {
-                tracing::warn!(error = %e, "completing a request");
+        self.outstanding = 0;
+        self.reading = false;
+        Poll::Ready(Err(ConnError::Backend(msg)))
+    }
+
+    /// The connection ends: requests released to it and never answered complete for the
+    /// core (so nothing stays outstanding), queued ones are cancelled by their closed gates.
+    fn abandon(&mut self) {
+        for s in std::mem::take(&mut self.sent) {
+            if let Sent::Backend(_, t) = s {
+                complete_unanswered(self.shared, t);
             }
-            shared.open(std::mem::take(&mut released));
         }
-    };
-    let flushed = write_client(&mut cw, &mut out, ct).await;
-    let _ = cw.shutdown().await;
-    let _ = closing.send(true);
-    // requests still in the channel never reach the backend now
-    rx.close();
-    while let Some(slot) = rx.recv().await {
-        if let Slot::Backend { ticket, .. } = slot {
-            complete_unanswered(&shared, ticket);
+        self.outstanding = 0;
+        for h in std::mem::take(&mut self.held) {
+            match h {
+                Held::Request {
+                    gate: Gate::Open(t),
+                    ..
+                } => complete_unanswered(self.shared, t),
+                Held::Request {
+                    gate: Gate::Wait(mut rx),
+                    ..
+                } => {
+                    rx.close();
+                    if let Ok(t) = rx.try_recv() {
+                        complete_unanswered(self.shared, t);
+                    }
+                }
+                Held::Other(_) => {}
+            }
         }
     }
-    result.and(flushed)
 }
 
 fn complete_unanswered(shared: &Shared, ticket: Ticket) {
     let mut released = Vec::new();
     let now = shared.now();
     let _ = shared.core().complete(now, ticket, None, &mut released);
-    shared.open(released);
-}
-
-/// The backend failed: the current request and every one still queued for a reply get
-/// `msg`, then the connection closes.
-async fn fail(
-    shared: &Shared,
-    cw: &mut OwnedWriteHalf,
-    out: &mut Vec<u8>,
-    rx: &mut mpsc::Receiver<Slot>,
-    current: Option<Ticket>,
-    msg: &str,
-    ct: Duration,
-) -> Result<(), ConnError> {
-    let line = format!("{msg}\r\n");
-    if let Some(t) = current {
-        out.extend_from_slice(line.as_bytes());
-        complete_unanswered(shared, t);
-    }
-    while let Ok(slot) = rx.try_recv() {
-        match slot {
-            Slot::Local(b) => out.extend_from_slice(&b),
-            Slot::Backend { ticket, .. } => {
-                out.extend_from_slice(line.as_bytes());
-                complete_unanswered(shared, ticket);
-            }
-            Slot::Quit => break,
-        }
-    }
-    write_client(cw, out, ct).await?;
-    Err(ConnError::Backend(msg.to_string()))
-}
-
-async fn write_client(
-    cw: &mut OwnedWriteHalf,
-    out: &mut Vec<u8>,
-    t: Duration,
-) -> Result<(), ConnError> {
-    if out.is_empty() {
-        return Ok(());
-    }
-    let r = tokio::time::timeout(t, cw.write_all(out)).await;
-    out.clear();
-    match r {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(ConnError::Client(e)),
-        Err(_) => Err(ConnError::ClientTimeout(t)),
-    }
+    shared.open(&mut released);
 }
