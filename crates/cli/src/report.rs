@@ -185,4 +185,5 @@ json_formats! {
     tailbound_experiments::vdc::EnforcementExperiment => "experiment-vdc-enforcement", 1, "experiment vdc-enforcement --json/--out";
     tailbound_experiments::vdc::CapacityExperiment => "experiment-vdc-capacity", 1, "experiment vdc-capacity --json/--out";
     tailbound_experiments::vdc_testbed::VdcTestbedExperiment => "experiment-vdc-enforcement-testbed", 1, "experiment vdc enforcement --testbed --json/--out";
+    tailbound_experiments::vdc_testbed_capacity::CapacityTestbedExperiment => "experiment-vdc-capacity-testbed", 1, "experiment vdc capacity --testbed --json/--out";
 }

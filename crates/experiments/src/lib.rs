@@ -4,7 +4,8 @@
 //! structures), so the CLI only prints, writes JSON and draws; tests can assert the papers'
 //! orderings on the same data: snc-meister Fig. 7, 8 and 13 ([`bounds`]), Fig. 1/10/11
 //! ([`admission`]), and a small version of it on the real testbed ([`admission_testbed`]);
-//! workload-compactor Fig. 6/11/12/13 ([`placement`]); pulsar Fig. 12–14 ([`vdc`]); EyeQ's
+//! workload-compactor Fig. 6/11/12/13 ([`placement`]); pulsar Fig. 12–14 ([`vdc`]), Fig. 12/13 and 14(a) on the testbed ([`vdc_testbed`],
+//! [`vdc_testbed_capacity`]); EyeQ's
 //! throughput demo and memcached table ([`eyeq`], on a pluggable backend: the simulator, or
 //! the testbed); and the whole pipeline on a bundled tenant set ([`demo`]).
 
@@ -16,6 +17,7 @@ pub mod eyeq;
 pub mod placement;
 pub mod vdc;
 pub mod vdc_testbed;
+pub mod vdc_testbed_capacity;
 
 /// Maps `f` over `items` on up to `threads` scoped threads, keeping the order; each worker
 /// takes the next unclaimed item, so uneven items (runs, traces) balance.

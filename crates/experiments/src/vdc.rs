@@ -563,15 +563,33 @@ pub fn capacity(
             stop_s: f64::INFINITY,
         });
     }
+    capacity_of(cfg, &dc, &models, &workloads, &mut progress)
+}
+
+/// Fig. 14 on any datacenter whose tenants, in order, start one per phase of
+/// `cfg.duration_s` (their workloads' `start_s`) and read from one estimated appliance
+/// `kv`: the simulation and its per-interval and per-phase summary.
+///
+/// # Errors
+/// [`VdcExperimentError`] for invalid settings or a simulation that fails.
+pub fn capacity_of(
+    cfg: &VdcConfig,
+    dc: &Datacenter,
+    models: &[ApplianceModel],
+    workloads: &[FlowWorkload],
+    mut progress: impl FnMut(f64),
+) -> Result<CapacityExperiment, VdcExperimentError> {
+    check(cfg)?;
+    let phase_s = cfg.duration_s;
     let sim_cfg = VdcSimConfig {
         isolation: Isolation::Pulsar,
-        duration_s: phase_s * order.len() as f64,
+        duration_s: phase_s * dc.tenants.len() as f64,
         controller: controller_config(cfg),
         seed: cfg.seed,
         ..VdcSimConfig::default()
     };
     let total_s = sim_cfg.duration_s;
-    let res = simulate_vdc_with_progress(&dc, &models, &workloads, &sim_cfg, &mut |t_s| {
+    let res = simulate_vdc_with_progress(dc, models, workloads, &sim_cfg, &mut |t_s| {
         progress(t_s / total_s)
     })?;
     let kv = dc.resource("kv").unwrap_or(0);
@@ -609,8 +627,31 @@ pub fn capacity(
         .zip(&vkv)
         .map(|(t, &k)| t.virtuals[k].guarantee)
         .collect();
+    let tenants: Vec<(String, f64)> = dc
+        .tenants
+        .iter()
+        .zip(&guarantees)
+        .map(|(t, &g)| (t.name.clone(), g))
+        .collect();
+    Ok(CapacityExperiment {
+        config: cfg.clone(),
+        phases: capacity_phases(&series, &tenants, phase_s),
+        tenants,
+        series,
+    })
+}
+
+/// Fig. 14's phases: tenant `p` starts phase `p` (each `phase_s` long); per phase the
+/// estimate it settles at and when, and the active tenants' throughput against their
+/// guarantees over its second half.
+pub(crate) fn capacity_phases(
+    series: &[CapacityPoint],
+    tenants: &[(String, f64)],
+    phase_s: f64,
+) -> Vec<CapacityPhase> {
+    let guarantees: Vec<f64> = tenants.iter().map(|t| t.1).collect();
     let mut phases = Vec::new();
-    for p in 0..order.len() {
+    for p in 0..tenants.len() {
         let start = p as f64 * phase_s;
         let pts: Vec<&CapacityPoint> = series
             .iter()
@@ -641,7 +682,7 @@ pub fn capacity(
         let served: f64 = half.iter().map(|s| s.appliance).sum();
         let held: f64 = half.iter().map(|s| s.outstanding).sum();
         phases.push(CapacityPhase {
-            active: active.iter().map(|&t| dc.tenants[t].name.clone()).collect(),
+            active: active.iter().map(|&t| tenants[t].0.clone()).collect(),
             start_s: start,
             final_estimate: fin,
             settle_intervals: settle,
@@ -656,17 +697,7 @@ pub fn capacity(
             guarantee_ratio: ratio,
         });
     }
-    Ok(CapacityExperiment {
-        config: cfg.clone(),
-        tenants: dc
-            .tenants
-            .iter()
-            .zip(&guarantees)
-            .map(|(t, &g)| (t.name.clone(), g))
-            .collect(),
-        series,
-        phases,
-    })
+    phases
 }
 
 #[cfg(test)]

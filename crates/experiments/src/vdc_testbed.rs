@@ -161,7 +161,7 @@ pub enum VdcTestbedError {
     Sim(#[from] crate::vdc::VdcExperimentError),
 }
 
-fn run_error(what: impl Into<String>, e: impl std::fmt::Display) -> VdcTestbedError {
+pub(crate) fn run_error(what: impl Into<String>, e: impl std::fmt::Display) -> VdcTestbedError {
     VdcTestbedError::Run {
         what: what.into(),
         message: e.to_string(),
@@ -452,7 +452,13 @@ pub fn run(
     tailbound_testbed::memcached::check_binary(&cfg.memcached)?;
     let mut runs = Vec::new();
     for &seed in &cfg.seeds {
-        let bed = Bed::up(cfg, seed)?;
+        let bed = Bed::up(
+            cfg.link_bytes_per_s,
+            &cfg.memcached,
+            &TENANTS,
+            &[("kv", KV_PORT), ("cache", CACHE_PORT)],
+            seed,
+        )?;
         progress(VdcTestbedProgress::Up { seed });
         let mut modes = Vec::new();
         for &mode in &cfg.modes {
@@ -535,22 +541,33 @@ fn simulate(
     )?)
 }
 
-/// A seed's testbed: the namespaces and the two memcached, removed on drop.
-struct Bed {
+/// A seed's testbed: the namespaces and the appliances' memcached, removed on drop.
+pub(crate) struct Bed {
     // memcached first: they die before their namespace goes
     _servers: Vec<tailbound_dataplane::memcache::Memcached>,
     lan: Lan,
     server_ip: IpAddr,
+    tenants: Vec<TenantLoad>,
+    /// every appliance's name and port on s0
+    appliances: Vec<(&'static str, u16)>,
 }
 
 impl Bed {
-    fn up(cfg: &VdcTestbedConfig, seed: u64) -> Result<Bed, VdcTestbedError> {
+    /// s0 (its link HTB-shaped at `link_bytes_per_s` each way) with a memcached per
+    /// appliance, a host per tenant, every tenant's keys stored.
+    pub(crate) fn up(
+        link_bytes_per_s: f64,
+        memcached: &std::path::Path,
+        tenants: &[TenantLoad],
+        appliances: &[(&'static str, u16)],
+        seed: u64,
+    ) -> Result<Bed, VdcTestbedError> {
         let mut hosts = vec![HostSpec {
             label: "s0".into(),
-            rate_bytes_per_s: Some(cfg.link_bytes_per_s),
+            rate_bytes_per_s: Some(link_bytes_per_s),
             extra: Vec::new(),
         }];
-        for t in &TENANTS {
+        for t in tenants {
             hosts.push(HostSpec {
                 label: format!("t{}", t.name.to_lowercase()),
                 rate_bytes_per_s: None,
@@ -566,13 +583,13 @@ impl Bed {
         let s0 = lan.hosts()[0].clone();
         let server_ip = IpAddr::V4(s0.ip);
         let mut servers = Vec::new();
-        for (name, port) in [("kv", KV_PORT), ("cache", CACHE_PORT)] {
+        for &(name, port) in appliances {
             servers.push(tailbound_testbed::memcached::start(
                 &s0.ns,
                 &format!("s0 ({name})"),
                 SocketAddr::new(server_ip, port),
                 MEMORY_MIB,
-                &cfg.memcached,
+                memcached,
                 false,
             )?);
         }
@@ -580,27 +597,37 @@ impl Bed {
             _servers: servers,
             lan,
             server_ip,
+            tenants: tenants.to_vec(),
+            appliances: appliances.to_vec(),
         };
         bed.preload(seed)?;
         Ok(bed)
     }
 
-    fn ns(&self, host: usize) -> String {
+    /// Host `host`'s namespace: 0 is s0, tenant `i` is `i + 1`.
+    pub(crate) fn ns(&self, host: usize) -> String {
         self.lan.hosts()[host].ns.clone()
     }
 
-    fn backend(&self, appliance: &str) -> SocketAddr {
-        let port = if appliance == "cache" {
-            CACHE_PORT
-        } else {
-            KV_PORT
-        };
+    pub(crate) fn server_ip(&self) -> IpAddr {
+        self.server_ip
+    }
+
+    /// Where appliance `appliance`'s memcached listens.
+    pub(crate) fn backend(&self, appliance: &str) -> SocketAddr {
+        let port = self
+            .appliances
+            .iter()
+            .find(|(n, _)| *n == appliance)
+            .or(self.appliances.first())
+            .map_or(KV_PORT, |&(_, p)| p);
         SocketAddr::new(self.server_ip, port)
     }
 
     /// Stores every tenant's keys (from s0, directly).
     fn preload(&self, seed: u64) -> Result<(), VdcTestbedError> {
-        let addrs: Vec<(SocketAddr, usize, &'static str)> = TENANTS
+        let addrs: Vec<(SocketAddr, usize, &'static str)> = self
+            .tenants
             .iter()
             .map(|t| (self.backend(t.appliance), t.value_bytes, t.name))
             .collect();
@@ -648,7 +675,8 @@ impl Bed {
                 let tx = addr_tx.clone();
                 let r = in_namespace(&ns, "the enforcers", move || {
                     enforcers(
-                        dc, mode, backends, server_ip, interval_s, global, addr_tx, stop_rx,
+                        dc, mode, false, backends, server_ip, interval_s, global, addr_tx,
+                        stop_rx,
                     )
                 });
                 if let Err(e) = &r {
@@ -713,12 +741,12 @@ impl Drop for Bed {
 }
 
 /// A tenant's key `k` of seed `seed`.
-fn key(tenant: &str, seed: u64, k: usize) -> String {
+pub(crate) fn key(tenant: &str, seed: u64, k: usize) -> String {
     format!("vdc-{tenant}-{seed}-{k}")
 }
 
 /// Runs `f`'s future on a current-thread runtime in a thread that entered namespace `ns`.
-fn in_namespace<T, F, Fut>(ns: &str, what: &str, f: F) -> Result<T, VdcTestbedError>
+pub(crate) fn in_namespace<T, F, Fut>(ns: &str, what: &str, f: F) -> Result<T, VdcTestbedError>
 where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>>,
@@ -733,15 +761,15 @@ where
 
 /// What a tenant's clients counted.
 #[derive(Debug, Clone, Default)]
-struct TenantCounts {
+pub(crate) struct TenantCounts {
     /// completed GETs per interval
-    bins: Vec<u64>,
-    errors: u64,
+    pub(crate) bins: Vec<u64>,
+    pub(crate) errors: u64,
 }
 
 /// A tenant's closed loops: `connections` × `depth` GETs of random keys, from `t0` for
 /// `total_s`, counting completions per interval.
-async fn tenant_load(
+pub(crate) async fn tenant_load(
     t: TenantLoad,
     addr: SocketAddr,
     seed: u64,
@@ -815,18 +843,29 @@ async fn closed_loop(
 
 /// What the enforcers report at the end of a mode.
 #[derive(Debug, Clone)]
-struct Enforced {
+pub(crate) struct Enforced {
     /// per tenant (flow): its proxy's bucket rates at the end
-    rates: Vec<Vec<f64>>,
-    epoch: Option<u64>,
+    pub(crate) rates: Vec<Vec<f64>>,
+    pub(crate) epoch: Option<u64>,
+    /// the controller's resources after each of its steps (with a controller)
+    pub(crate) steps: Vec<ControllerStep>,
+}
+
+/// The controller's view of its resources after a step.
+#[derive(Debug, Clone)]
+pub(crate) struct ControllerStep {
+    pub(crate) at: Instant,
+    pub(crate) resources: Vec<tailbound_control::protocol::ResourceStatus>,
 }
 
 /// The enforcer proxies (one per appliance, a listener per flow) and, for `pulsar`, the
-/// controller with a link per proxy; sends the flows' listening addresses, runs until `stop`.
+/// controller with a link per proxy (estimating the capacities of the appliances marked so
+/// when `estimate_capacity`); sends the flows' listening addresses, runs until `stop`.
 #[allow(clippy::too_many_arguments)]
-async fn enforcers(
+pub(crate) async fn enforcers(
     dc: Arc<Datacenter>,
     mode: Isolation,
+    estimate_capacity: bool,
     backends: Vec<SocketAddr>,
     server_ip: IpAddr,
     interval_s: f64,
@@ -843,7 +882,7 @@ async fn enforcers(
             controller: ControllerConfig {
                 interval_ns: (interval_s * 1e9).round() as u64,
                 global,
-                estimate_capacity: false,
+                estimate_capacity,
                 ..ControllerConfig::default()
             },
             ..ControlConfig::default()
@@ -938,7 +977,33 @@ async fn enforcers(
         return Err("a flow has no appliance to enforce at".into());
     };
     let _ = addrs.send(Ok(listen));
-    let _ = stop.await;
+    // the controller's resources after every step, looked at four times an interval
+    let mut steps = Vec::new();
+    let mut stop = stop;
+    match &control {
+        Some((service, ..)) => {
+            let every = Duration::from_secs_f64(interval_s / 4.0);
+            let mut seen = None;
+            loop {
+                tokio::select! {
+                    _ = &mut stop => break,
+                    () = tokio::time::sleep(every) => {}
+                }
+                let now = service.now_ns();
+                let state = service.state();
+                if seen != Some(state.epoch()) {
+                    seen = Some(state.epoch());
+                    steps.push(ControllerStep {
+                        at: Instant::now(),
+                        resources: state.status(now).resources,
+                    });
+                }
+            }
+        }
+        None => {
+            let _ = stop.await;
+        }
+    }
     // the allocation at the end, then everything stops
     let mut rates = vec![Vec::new(); dc.flows.len()];
     for (proxy, mine) in &proxies {
@@ -961,7 +1026,11 @@ async fn enforcers(
     if let Some((_, server, _, _)) = control {
         let _ = server.await;
     }
-    Ok(Enforced { rates, epoch })
+    Ok(Enforced {
+        rates,
+        epoch,
+        steps,
+    })
 }
 
 /// A mode's outcome from the tenants' counts.

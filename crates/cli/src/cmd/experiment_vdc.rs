@@ -1,6 +1,6 @@
 //! `tailbound experiment vdc ...`: Pulsar's evaluation in simulation — `enforcement`
 //! (Fig. 12/13: guarantees with and without isolation) and `capacity` (Fig. 14: the capacity
-//! estimate as tenants arrive). Exit 1 when Pulsar itself misses a guarantee, or when a
+//! estimate as tenants arrive); both also on the testbed with `--testbed`. Exit 1 when Pulsar itself misses a guarantee, or when a
 //! Fig. 14 phase does not settle within 15 intervals, misses a guarantee or lets the
 //! throughput/guarantee ratios spread by more than 25% (the paper keeps them).
 
@@ -77,6 +77,8 @@ pub struct EnforcementArgs {
 pub struct CapacityArgs {
     #[command(flatten)]
     pub common: VdcCommon,
+    #[command(flatten)]
+    pub testbed: super::experiment_vdc_testbed_capacity::CapacityTestbedArgs,
 }
 
 /// The progress bars' length: the experiments report the fraction simulated.
@@ -117,6 +119,9 @@ pub fn run(cmd: VdcCommand) -> anyhow::Result<Outcome> {
             } else {
                 Outcome::CheckFailed
             })
+        }
+        VdcCommand::Capacity(a) if a.testbed.testbed => {
+            super::experiment_vdc_testbed_capacity::run(&a.testbed, &a.common)
         }
         VdcCommand::Capacity(a) => {
             let cfg = a.common.config(40.0);
@@ -209,7 +214,7 @@ pub(crate) fn throughput_chart<'a>(
     c
 }
 
-fn capacity_table(exp: &CapacityExperiment) -> String {
+pub(super) fn capacity_table(exp: &CapacityExperiment) -> String {
     let rows: Vec<Vec<String>> = exp
         .phases
         .iter()
@@ -248,7 +253,7 @@ fn capacity_table(exp: &CapacityExperiment) -> String {
     )
 }
 
-fn capacity_figure(exp: &CapacityExperiment) -> Figure {
+pub(super) fn capacity_figure(exp: &CapacityExperiment) -> Figure {
     let mut c = Chart::new("key-value store capacity estimate (pulsar Fig. 14(a))")
         .x_label("time [s]")
         .y_label("tokens/s")

@@ -18,6 +18,7 @@ pub mod experiment_eyeq;
 pub mod experiment_placement;
 pub mod experiment_vdc;
 pub mod experiment_vdc_testbed;
+pub mod experiment_vdc_testbed_capacity;
 pub mod graph;
 pub mod place;
 pub mod probe;

@@ -14,6 +14,7 @@ mod enforce;
 mod errors;
 mod experiment;
 mod experiment_vdc_testbed;
+mod experiment_vdc_testbed_capacity;
 mod graph;
 mod memory;
 mod outputs;
