@@ -727,8 +727,9 @@ async fn serve(
             })
             .await;
             let msg = format!("SERVER_ERROR backend unavailable: {e}\r\n");
-            let _ = tokio::time::timeout(shared.cfg.client_timeout, client.write_all(msg.as_bytes()))
-                .await;
+            let _ =
+                tokio::time::timeout(shared.cfg.client_timeout, client.write_all(msg.as_bytes()))
+                    .await;
             return Err(ConnError::Backend(e));
         }
     };
@@ -922,10 +923,7 @@ impl Conn<'_> {
     /// The task is idle: a backend busy without progress for the backend timeout fails the
     /// requests waiting for it; a client that leaves its replies unread for the client
     /// timeout is dropped. `Ready(None)`: look again.
-    fn poll_deadlines(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<(), ConnError>>> {
+    fn poll_deadlines(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<(), ConnError>>> {
         // the backend is waited for only while replies are read (not behind a slow client)
         let backend_busy = (self.outstanding > 0 && self.cout.pending() < CLIENT_BACKLOG)
             || self.bout.pending() > 0;
@@ -948,7 +946,10 @@ impl Conn<'_> {
         }
         self.backend_moved = false;
         self.client_moved = false;
-        let (bt, ct) = (self.shared.cfg.backend_timeout, self.shared.cfg.client_timeout);
+        let (bt, ct) = (
+            self.shared.cfg.backend_timeout,
+            self.shared.cfg.client_timeout,
+        );
         let backend_due = self.backend_since.map(|t| t + bt);
         let client_due = self.client_since.map(|t| t + ct);
         if backend_due.is_some_and(|d| d <= now) {
@@ -1171,7 +1172,9 @@ impl Conn<'_> {
                 Ok(None) => break,
                 Err(e) => {
                     tracing::warn!(error = %e, "malformed reply from the backend");
-                    return Err(format!("SERVER_ERROR malformed reply from the backend: {e}"));
+                    return Err(format!(
+                        "SERVER_ERROR malformed reply from the backend: {e}"
+                    ));
                 }
             };
             progress = true;

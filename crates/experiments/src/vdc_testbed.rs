@@ -675,8 +675,7 @@ impl Bed {
                 let tx = addr_tx.clone();
                 let r = in_namespace(&ns, "the enforcers", move || {
                     enforcers(
-                        dc, mode, false, backends, server_ip, interval_s, global, addr_tx,
-                        stop_rx,
+                        dc, mode, false, backends, server_ip, interval_s, global, addr_tx, stop_rx,
                     )
                 });
                 if let Err(e) = &r {

@@ -36,12 +36,11 @@
 //! the proxy and the controller live in threads of this process and end with the run.
 
 use crate::vdc::{
-    capacity_of, capacity_phases, flow, testbed_cost, CapacityExperiment, CapacityPoint,
-    VdcConfig,
+    capacity_of, capacity_phases, flow, testbed_cost, CapacityExperiment, CapacityPoint, VdcConfig,
 };
 use crate::vdc_testbed::{
-    enforcers, in_namespace, run_error, tenant_load, Bed, ControllerStep, TenantCounts,
-    TenantLoad, VdcTestbedError,
+    enforcers, in_namespace, run_error, tenant_load, Bed, ControllerStep, TenantCounts, TenantLoad,
+    VdcTestbedError,
 };
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -380,7 +379,10 @@ pub fn run(
         config: cfg.clone(),
         measured_capacity,
         initial_estimate,
-        final_estimate: testbed.series.last().map_or(initial_estimate, |p| p.estimate),
+        final_estimate: testbed
+            .series
+            .last()
+            .map_or(initial_estimate, |p| p.estimate),
         late_error,
         converged: late_error < 0.25 && late_error < initial_error,
         steps: steps.len(),
@@ -435,9 +437,8 @@ fn pulsar_run(
     };
     let starts: Vec<f64> = (0..TENANTS.len()).map(|i| i as f64 * cfg.phase_s).collect();
     let total = TENANTS.len() as f64 * cfg.phase_s;
-    let counts = addrs.and_then(|addrs| {
-        clients(bed, &addrs, cfg.seed, cfg.interval_s, total, &starts)
-    });
+    let counts =
+        addrs.and_then(|addrs| clients(bed, &addrs, cfg.seed, cfg.interval_s, total, &starts));
     // the enforcer stops whatever the clients did
     let _ = stop_tx.send(());
     let enforced = match server.join() {
@@ -566,7 +567,11 @@ mod tests {
             calibrate_s: f64::NAN,
             ..CapacityTestbedConfig::default()
         };
-        assert!(cfg.validate().unwrap_err().to_string().contains("calibration"));
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("calibration"));
     }
 
     /// Simulated, the same scenario finds the capacity it is given.

@@ -86,7 +86,9 @@ fn table(exp: &CapacityTestbedExperiment) -> String {
     );
     out.push_str(&capacity_table(&exp.testbed));
     if let Some(sim) = &exp.simulated {
-        out.push_str("\nsimulator (the same datacenter, its store serving the measured capacity):\n");
+        out.push_str(
+            "\nsimulator (the same datacenter, its store serving the measured capacity):\n",
+        );
         out.push_str(&capacity_table(sim));
     }
     out

@@ -57,7 +57,10 @@ fn the_capacity_estimate_moves_from_the_declared_value_toward_the_measured_one()
         .iter()
         .map(|e| (e - m).abs())
         .fold(f64::INFINITY, f64::min);
-    assert!(closest < (r.initial_estimate - m).abs(), "{estimates:?} vs {m}");
+    assert!(
+        closest < (r.initial_estimate - m).abs(),
+        "{estimates:?} vs {m}"
+    );
     // tenants start one per phase: C completes nothing in D's phase
     assert!(r.testbed.series[..9].iter().all(|p| p.throughput[1] == 0.0));
     assert!(r.testbed.series[12..].iter().any(|p| p.throughput[1] > 0.0));
