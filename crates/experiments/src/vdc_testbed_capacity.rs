@@ -550,7 +550,14 @@ mod tests {
         let kv = dc.resource("kv").unwrap();
         assert_eq!(dc.resources[kv].capacity, INITIAL_CAPACITY * 4e6);
         assert_eq!(dc.resources[kv].max_capacity, MAX_CAPACITY * 4e6);
-        let g: f64 = dc.tenants.iter().map(|t| t.virtuals[0].guarantee).sum();
+        let g: f64 = dc
+            .tenants
+            .iter()
+            .flat_map(|t| &t.virtuals)
+            .filter(|v| v.appliance.is_some())
+            .map(|v| v.guarantee)
+            .sum();
+        assert!((g - 0.3 * 4e6).abs() < 1.0, "{g}");
         assert!(g < dc.resources[kv].capacity);
         // 16 KiB GETs cost their bytes: tokens/s and the link's bytes/s agree
         assert_eq!(get_cost(), VALUE_BYTES as f64);
