@@ -29,7 +29,10 @@
 //! bursty) storage is the bottleneck and a server holds roughly ten workloads, so 1000
 //! workloads need on the order of a hundred servers (the paper: ~115 with one SSD, Fig. 14).
 //! [`ServerSpec`] changes the link rate, the number of SSDs (storage rate) and the device
-//! latency.
+//! latency. WorkloadCompactor's own cluster model, client hosts whose NICs a server's
+//! workloads share ([`client_hosts`], [`ClientNic::Tandem`]), replaces the client NIC per
+//! workload when a [`Placer`] is given client hosts; [`wc_topology`] reads the original's
+//! topology and cached arrival curves.
 //!
 //! # Units
 //!
