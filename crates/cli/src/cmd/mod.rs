@@ -20,6 +20,7 @@ pub mod experiment_vdc;
 pub mod experiment_vdc_testbed;
 pub mod experiment_vdc_testbed_capacity;
 pub mod graph;
+pub mod host;
 pub mod place;
 pub mod probe;
 pub mod schema;
