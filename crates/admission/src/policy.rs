@@ -194,6 +194,7 @@ pub(crate) fn grant(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     net: &Network,
     policy: Policy,

@@ -122,7 +122,11 @@ fn at_hint(
             return Ok(None);
         };
         total += seconds;
-        if !(total <= hint.budget_s) {
+        // a NaN budget admits nothing
+        if !matches!(
+            total.partial_cmp(&hint.budget_s),
+            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+        ) {
             return Ok(None);
         }
         flows.push(FlowBound {
