@@ -46,10 +46,8 @@
 //! evaluation at a grid point reads them (exact, and cheap). With [`Eval::tabulated`], such an
 //! arrival is read between grid points by cubic interpolation in ln θ over the four nearest
 //! points (exact where every one is defined; at the domain's edges, where a neighbour is
-//! undefined, within a factor 1.25 of the pole of an MGF below, and, for an arrival with an
-//! output below, within a factor 1.25 of where it becomes undefined (an output blows up as
-//! its queue's load approaches the capacity, as an MGF does at its pole), the exact value is
-//! computed instead). An interpolated value is a guide for the θ
+//! undefined, and within a factor 2 of the pole of an MGF below, the exact value is computed
+//! instead). An interpolated value is a guide for the θ
 //! search only, not a bound: the search evaluates exactly at the grid points around the
 //! minimum it finds (see `search`).
 
@@ -176,8 +174,6 @@ struct ArrivalNode {
     fixed: bool,
     /// no convolution below: the value does not depend on the convolution rule either
     rule_free: bool,
-    /// no output below: defined wherever the MGFs below are (θ < `sup`)
-    mgf_only: bool,
     /// supremum of θ where the MGFs below are finite, with every Hölder exponent 1 (the
     /// domain of a `fixed` arrival)
     sup: f64,
@@ -206,15 +202,6 @@ impl ArrivalNode {
                 total.0.rule_free && parts.iter().all(|a| a.0.rule_free)
             }
         };
-        let mgf_only = match &kind {
-            ArrivalKind::Mmpp(_) => true,
-            ArrivalKind::Sum(parts) => parts.iter().all(|a| a.0.mgf_only),
-            ArrivalKind::Aggregate(a, b, _) => a.0.mgf_only && b.0.mgf_only,
-            ArrivalKind::Output(..) => false,
-            ArrivalKind::Difference(total, parts) => {
-                total.0.mgf_only && parts.iter().all(|a| a.0.mgf_only)
-            }
-        };
         let sup = match &kind {
             ArrivalKind::Mmpp(m) => m.theta_sup(),
             ArrivalKind::Sum(parts) => parts.iter().map(|a| a.0.sup).fold(f64::INFINITY, f64::min),
@@ -227,7 +214,6 @@ impl ArrivalNode {
             deps,
             fixed,
             rule_free,
-            mgf_only,
             sup,
             grid: Mutex::new(GridValues::default()),
         }
@@ -285,10 +271,6 @@ impl GridValues {
 
 /// Points of the shared θ grid per decade.
 pub const GRID_PER_DECADE: f64 = 128.0;
-
-/// Grid points in a factor 1.25 (⌈128·log10 1.25⌉): how far above the interpolation's nodes an
-/// arrival must still be defined for the cubic to be trusted (module docs).
-const POLE_MARGIN: i32 = 13;
 
 /// θ at point `i` of the shared grid: 10^{i/128} [1/work].
 pub fn grid_theta(i: i32) -> f64 {
@@ -478,12 +460,6 @@ impl MgfArrival {
         // like (h/δ)⁴ for a grid step h = ln 10/128 at a distance δ = ln(θ_sup/θ), 3e-5 at
         // δ = ln 1.25 (the search corrects it with exact values, see `search`)
         if 1.25 * grid_theta(i + 2) > self.0.sup {
-            return self.exact(theta, ev);
-        }
-        // an output blows up the same way where its queue's load reaches 0, below the MGFs'
-        // poles: the same margin, 1.25× (`POLE_MARGIN` grid points) above the nodes, must be
-        // inside the domain (a value computed once per grid point)
-        if !self.0.mgf_only && self.at_point(i + 2 + POLE_MARGIN, ev).is_none() {
             return self.exact(theta, ev);
         }
         if !(1e-9..=1.0 - 1e-9).contains(&t) {
