@@ -41,6 +41,14 @@
 //! removes traffic, so it re-bounds nothing; the traffic models of admitted tenants are kept in
 //! the network and never characterized again.
 //!
+//! Under the neighbourhood re-bounding an admitted tenant is first checked at the θs its SNC
+//! bound was last minimised at (kept per tenant from the decisions that admitted tenants):
+//! an SNC bound evaluated at any θ is a valid bound, so a tenant within its SLO there is
+//! within it at its minimum as well, and only the tenants that miss it there are minimised
+//! again ([`tailbound_calculus::bound_hinted`]). The decisions are those of minimising
+//! everyone; the newcomer's bound is always minimised. What this saves is the θ search of
+//! every affected tenant that still meets its SLO, most of a decision's work.
+//!
 //! This crate does no I/O and reads no clock; time per decision is measured by callers.
 
 mod index;
@@ -49,6 +57,7 @@ mod policy;
 pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use index::AdmittedIndex;
+use policy::Thetas;
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -187,6 +196,8 @@ pub struct Admission<'n> {
     packets_s: Vec<f64>,
     /// the admitted tenants' levels and flows by queue
     index: AdmittedIndex,
+    /// where each admitted tenant's bound was last minimised
+    thetas: Thetas,
 }
 
 /// A decided arrival not yet recorded ([`Admission::decide`], [`Admission::record`]).
@@ -198,6 +209,8 @@ pub struct Arrival {
     /// dependency groups the arrival sets: (tenant, group), the newcomer's and those of the
     /// tenants it depends on that had none
     groups: Vec<(usize, String)>,
+    /// the θs of the bounds the decision minimised, per tenant (kept when admitted)
+    thetas: Vec<(usize, Vec<f64>)>,
 }
 
 impl Arrival {
@@ -218,6 +231,7 @@ pub struct AdmissionState {
     excess: Excess,
     mtu_bytes: Option<u64>,
     packets_s: Vec<f64>,
+    thetas: Thetas,
 }
 
 impl<'n> Admission<'n> {
@@ -249,6 +263,7 @@ impl<'n> Admission<'n> {
             mtu_bytes: Some(ETHERNET_MTU_BYTES),
             packets_s,
             index: AdmittedIndex::new(policy),
+            thetas: Thetas::new(),
         })
     }
 
@@ -517,6 +532,7 @@ impl<'n> Admission<'n> {
             &self.admitted,
             &groups,
             &self.packets_s,
+            &self.thetas,
             tenant,
             match self.rebound {
                 Rebound::Neighbourhood => policy::Scope::Neighbourhood {
@@ -542,6 +558,7 @@ impl<'n> Admission<'n> {
             outcome,
             grant: verdict.grant,
             groups: set_groups,
+            thetas: verdict.thetas,
         })
     }
 
@@ -554,6 +571,7 @@ impl<'n> Admission<'n> {
         if let Some(grant) = arrival.grant {
             self.index.insert(&self.net, tenant, &grant);
             self.admitted.insert(tenant, grant);
+            self.thetas.extend(arrival.thetas);
         }
         Ok(())
     }
@@ -563,6 +581,7 @@ impl<'n> Admission<'n> {
         let changed = self.departure(tenant)?;
         self.index.remove(&self.net, tenant);
         self.admitted.remove(&tenant);
+        self.thetas.remove(&tenant);
         Ok(changed)
     }
 
@@ -592,6 +611,7 @@ impl<'n> Admission<'n> {
             excess: self.excess,
             mtu_bytes: self.mtu_bytes,
             packets_s: self.packets_s,
+            thetas: self.thetas,
         }
     }
 
@@ -666,6 +686,7 @@ impl<'n> Admission<'n> {
             mtu_bytes: state.mtu_bytes,
             packets_s,
             index,
+            thetas: state.thetas,
         })
     }
 

@@ -5,7 +5,9 @@ use crate::index::AdmittedIndex;
 use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
 use tailbound_calculus::dnc::{shaper_delay, Envelope};
-use tailbound_calculus::{bound, Bound, BoundOptions, Method, Reach, TenantBound};
+use tailbound_calculus::{
+    bound_hinted, Bound, BoundOptions, Hint, HintedBound, Method, Reach, TenantBound,
+};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
 use tailbound_curves::rb::prune;
 use tailbound_model::{ArrivalCurve, Bucket, Network, Queue};
@@ -30,7 +32,13 @@ pub(crate) struct Verdict {
     pub grant: Option<Grant>,
     pub bound_s: Option<f64>,
     pub reason: Option<String>,
+    /// the θs of the tenants whose bounds were minimised ([`Thetas`])
+    pub thetas: Vec<(usize, Vec<f64>)>,
 }
+
+/// Per admitted tenant, the θ per flow its SNC bound was last minimised at: where a decision
+/// checks it first (`calculus::bound_hinted`; crate docs).
+pub(crate) type Thetas = HashMap<usize, Vec<f64>>;
 
 fn method(policy: Policy) -> Method {
     match policy {
@@ -186,12 +194,14 @@ pub(crate) fn grant(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     net: &Network,
     policy: Policy,
     admitted: &HashMap<usize, Grant>,
     groups: &HashMap<usize, String>,
     packets_s: &[f64],
+    thetas: &Thetas,
     newcomer: usize,
     scope: Scope,
 ) -> Result<Verdict, AdmissionError> {
@@ -249,6 +259,7 @@ pub(crate) fn decide(
         grant: None,
         bound_s: None,
         reason: Some("no level to try".into()),
+        thetas: Vec::new(),
     };
     for candidate in candidates {
         let g = match candidate {
@@ -258,42 +269,51 @@ pub(crate) fn decide(
                     grant: None,
                     bound_s: None,
                     reason: Some(reason),
+                    thetas: Vec::new(),
                 };
                 continue;
             }
         };
-        let (bound_s, failure) = check(
-            net, policy, admitted, groups, packets_s, newcomer, &g, scope,
+        let (bound_s, failure, found) = check(
+            net, policy, admitted, groups, packets_s, thetas, newcomer, &g, scope,
         )?;
         if failure.is_none() {
             return Ok(Verdict {
                 grant: Some(g),
                 bound_s,
                 reason: None,
+                thetas: found,
             });
         }
         last = Verdict {
             grant: None,
             bound_s,
             reason: failure,
+            thetas: Vec::new(),
         };
     }
     Ok(last)
 }
 
 /// Bounds the admitted tenants plus the newcomer with grant `g` (those `scope` says); returns
-/// the newcomer's bound and the first SLO that would be missed.
-#[allow(clippy::too_many_arguments)]
+/// the newcomer's bound, the first SLO that would be missed and the θs of the bounds
+/// minimised. Under [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
+/// `thetas` and only minimised when its bound there misses its SLO: the decision is the
+/// same (a bound at any θ is a valid bound; a tenant within its SLO there is within it at its
+/// minimum too), only the bounds of the tenants that still meet their SLOs may be looser
+/// than their minima. The newcomer's bound is always minimised.
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn check(
     net: &Network,
     policy: Policy,
     admitted: &HashMap<usize, Grant>,
     groups: &HashMap<usize, String>,
     packets_s: &[f64],
+    thetas: &Thetas,
     newcomer: usize,
     g: &Grant,
     scope: Scope,
-) -> Result<(Option<f64>, Option<String>), AdmissionError> {
+) -> Result<(Option<f64>, Option<String>, Vec<(usize, Vec<f64>)>), AdmissionError> {
     let bounds = match scope {
         Scope::Neighbourhood { changed, index } => {
             let level = |t: usize| index.level_with(net, t, newcomer, g);
@@ -314,31 +334,41 @@ fn check(
                     }
                 })
                 .collect();
-            bound_set(
+            bound_set_hinted(
                 net,
                 policy,
                 &set,
                 groups,
                 packets_s,
                 Which::These(&affected),
+                thetas,
             )?
         }
         Scope::Full => {
             let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
             set.push((newcomer, g));
-            bound_set(
+            bound_set_hinted(
                 net,
                 policy,
                 &set,
                 groups,
                 packets_s,
                 Which::AtOrBelow(newcomer),
+                &Thetas::new(),
             )?
         }
     };
+    let found = bounds
+        .iter()
+        .filter(|h| h.searched)
+        .filter_map(|h| {
+            let all: Option<Vec<f64>> = h.thetas.iter().copied().collect();
+            all.map(|v| (h.bound.tenant, v))
+        })
+        .collect();
     let mut bound_s = None;
     let mut failure = None;
-    for b in &bounds {
+    for b in bounds.iter().map(|h| &h.bound) {
         if b.tenant == newcomer {
             bound_s = b.total.seconds();
         }
@@ -354,7 +384,7 @@ fn check(
             });
         }
     }
-    Ok((bound_s, failure))
+    Ok((bound_s, failure, found))
 }
 
 /// The bounds of the tenants of `set` running together with their grants, each including its
@@ -370,6 +400,21 @@ pub(crate) fn bound_set(
     packets_s: &[f64],
     which: Which,
 ) -> Result<Vec<TenantBound>, AdmissionError> {
+    let hinted = bound_set_hinted(net, policy, set, groups, packets_s, which, &Thetas::new())?;
+    Ok(hinted.into_iter().map(|h| h.bound).collect())
+}
+
+/// [`bound_set`], checking each tenant with θs in `thetas` there first, within its SLO less
+/// its shaper delay and packetization allowance (`calculus::bound_hinted`).
+fn bound_set_hinted(
+    net: &Network,
+    policy: Policy,
+    set: &[(usize, &Grant)],
+    groups: &HashMap<usize, String>,
+    packets_s: &[f64],
+    which: Which,
+    thetas: &Thetas,
+) -> Result<Vec<HintedBound>, AdmissionError> {
     let mut set = set.to_vec();
     set.sort_unstable_by_key(|&(t, _)| t);
     let ids: Vec<usize> = set.iter().map(|&(t, _)| t).collect();
@@ -415,8 +460,28 @@ pub(crate) fn bound_set(
         },
         Which::All => (0..sub.tenants.len()).collect(),
     };
-    let mut bounds = bound(&sub, method(policy), &which, &BoundOptions::default())?;
-    for b in &mut bounds {
+    let hints: Vec<Option<Hint>> = which
+        .iter()
+        .map(|&i| {
+            let (t, grant) = set[i];
+            let packets = packets_s.get(t).copied().unwrap_or(0.0);
+            // a margin for rounding: within the budget, the total is within the SLO
+            let budget_s =
+                (net.tenants[t].slo.latency_s - grant.shaper_delay_s - packets) * (1.0 - 1e-9);
+            thetas.get(&t).map(|v| Hint {
+                thetas: v.clone(),
+                budget_s,
+            })
+        })
+        .collect();
+    let mut bounds = bound_hinted(
+        &sub,
+        method(policy),
+        &which,
+        &BoundOptions::default(),
+        &hints,
+    )?;
+    for b in bounds.iter_mut().map(|h| &mut h.bound) {
         let (t, grant) = set[b.tenant];
         b.tenant = t;
         for f in &mut b.flows {

@@ -196,6 +196,58 @@ pub fn bound_with_progress(
     opts: &BoundOptions,
     done: &mut dyn FnMut(),
 ) -> Result<Vec<TenantBound>, CalculusError> {
+    let hinted = bound_hinted_with_progress(net, method, tenants, opts, &[], done)?;
+    Ok(hinted.into_iter().map(|h| h.bound).collect())
+}
+
+/// Where to check a tenant's SNC bound before minimising it ([`bound_hinted`]): the θ its
+/// flows' bounds were minimised at before (by an earlier [`HintedBound::thetas`]), and the
+/// most its bound may be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hint {
+    /// θ per flow of the tenant, in its flow order [1/work]
+    pub thetas: Vec<f64>,
+    /// the bound [s] within which the bound at these θs is taken as it is, without a search
+    pub budget_s: f64,
+}
+
+/// A tenant's bound from [`bound_hinted`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HintedBound {
+    pub bound: TenantBound,
+    /// θ per flow where its bound was evaluated [1/work], when the flow's bound is one SNC
+    /// minimum without Hölder exponents (a hint for the next time)
+    pub thetas: Vec<Option<f64>>,
+    /// whether the bound was minimised over θ (`false`: the hint's θs gave a bound within
+    /// its budget, which was kept)
+    pub searched: bool,
+}
+
+/// [`bound`], checking first each tenant that has a hint (`hints[k]` for `tenants[k]`;
+/// missing ones have none) at the hint's θs under the SNC analyses with [`ThetaSearch::Brent`]:
+/// a tenant whose bound evaluated exactly there (every bound at any θ is a valid SNC bound)
+/// is within the hint's budget keeps that bound, possibly looser than its minimum; any
+/// other is minimised as [`bound`] does. A caller that only needs to know whether bounds
+/// stay within budgets (admission control re-checking admitted tenants) saves the θ
+/// search of every tenant that still meets its budget at its last θ.
+pub fn bound_hinted(
+    net: &Network,
+    method: Method,
+    tenants: &[usize],
+    opts: &BoundOptions,
+    hints: &[Option<Hint>],
+) -> Result<Vec<HintedBound>, CalculusError> {
+    bound_hinted_with_progress(net, method, tenants, opts, hints, &mut || {})
+}
+
+fn bound_hinted_with_progress(
+    net: &Network,
+    method: Method,
+    tenants: &[usize],
+    opts: &BoundOptions,
+    hints: &[Option<Hint>],
+    done: &mut dyn FnMut(),
+) -> Result<Vec<HintedBound>, CalculusError> {
     net.validate()?;
     if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
         return Err(CalculusError::UnknownTenant {
@@ -204,12 +256,24 @@ pub fn bound_with_progress(
         });
     }
     let priorities = net.priorities();
+    let searched = |bounds: Vec<TenantBound>| -> Vec<HintedBound> {
+        bounds
+            .into_iter()
+            .map(|bound| HintedBound {
+                thetas: vec![None; bound.flows.len()],
+                bound,
+                searched: true,
+            })
+            .collect()
+    };
     match method {
         Method::SncMeister | Method::SncHop | Method::SncConv => {
-            snc::bound_tenants(net, method, &priorities, tenants, opts, done)
+            snc::bound_tenants(net, method, &priorities, tenants, opts, hints, done)
         }
-        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, done),
-        Method::SncMartingale => martingale::bound_tenants(net, &priorities, tenants, opts, done),
+        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, done).map(searched),
+        Method::SncMartingale => {
+            martingale::bound_tenants(net, &priorities, tenants, opts, done).map(searched)
+        }
     }
 }
 

@@ -40,8 +40,8 @@ pub use network::Analysis;
 pub use search::Minimum;
 
 use crate::{
-    effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound, Method,
-    TenantBound,
+    effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound, Hint, HintedBound,
+    Method, ThetaSearch,
 };
 use tailbound_model::Network;
 
@@ -51,18 +51,38 @@ pub(crate) fn bound_tenants(
     priorities: &[u32],
     tenants: &[usize],
     opts: &BoundOptions,
+    hints: &[Option<Hint>],
     done: &mut dyn FnMut(),
-) -> Result<Vec<TenantBound>, CalculusError> {
+) -> Result<Vec<HintedBound>, CalculusError> {
     let mut analysis = Analysis::new(net, method, priorities)?;
     let mut out = Vec::with_capacity(tenants.len());
-    for &t in tenants {
+    for (k, &t) in tenants.iter().enumerate() {
         let spec = &net.tenants[t];
         let slo = effective_slo(spec.slo, opts);
         let epsilon = slo.percentile.epsilon() / spec.flows.len().max(1) as f64;
+        let priority = priorities.get(t).copied().unwrap_or(0);
+        let hint = hints.get(k).and_then(Option::as_ref);
+        if let Some(checked) = hint
+            .filter(|_| opts.theta == ThetaSearch::Brent)
+            .map(|h| at_hint(&mut analysis, net, t, method, epsilon, h))
+            .transpose()?
+            .flatten()
+        {
+            let (flows, thetas) = checked;
+            out.push(HintedBound {
+                bound: tenant_result(net, t, priority, opts, flows),
+                thetas,
+                searched: false,
+            });
+            done();
+            continue;
+        }
         let mut flows = Vec::with_capacity(spec.flows.len());
+        let mut thetas = Vec::with_capacity(spec.flows.len());
         for &f in &spec.flows {
-            let bound: Bound = analysis.flow_bound(f, method, epsilon, opts.theta)?;
+            let (bound, theta) = analysis.flow_minimum(f, method, epsilon, opts.theta)?;
             tracing::debug!(tenant = %spec.name, flow = %net.flows[f].name, ?bound, "snc bound");
+            thetas.push(theta);
             flows.push(FlowBound {
                 flow: f,
                 name: net.flows[f].name.clone(),
@@ -70,9 +90,52 @@ pub(crate) fn bound_tenants(
                 bound,
             });
         }
-        let priority = priorities.get(t).copied().unwrap_or(0);
-        out.push(tenant_result(net, t, priority, opts, flows));
+        out.push(HintedBound {
+            bound: tenant_result(net, t, priority, opts, flows),
+            thetas,
+            searched: true,
+        });
         done();
     }
     Ok(out)
+}
+
+/// Tenant `t`'s flows bounded exactly at the hint's θs, when every one is defined there and
+/// their sum is within the hint's budget (`None`: search instead).
+#[allow(clippy::type_complexity)]
+fn at_hint(
+    analysis: &mut Analysis,
+    net: &Network,
+    t: usize,
+    method: Method,
+    epsilon: f64,
+    hint: &Hint,
+) -> Result<Option<(Vec<FlowBound>, Vec<Option<f64>>)>, CalculusError> {
+    let spec = &net.tenants[t];
+    if hint.thetas.len() != spec.flows.len() {
+        return Ok(None);
+    }
+    let mut flows = Vec::with_capacity(spec.flows.len());
+    let mut total = 0.0;
+    for (&f, &theta) in spec.flows.iter().zip(&hint.thetas) {
+        let Some(seconds) = analysis.flow_bound_at(f, method, epsilon, theta)? else {
+            return Ok(None);
+        };
+        total += seconds;
+        // a NaN budget admits nothing
+        if !matches!(
+            total.partial_cmp(&hint.budget_s),
+            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+        ) {
+            return Ok(None);
+        }
+        flows.push(FlowBound {
+            flow: f,
+            name: net.flows[f].name.clone(),
+            epsilon,
+            bound: Bound::Within(seconds),
+        });
+    }
+    let thetas = hint.thetas.iter().copied().map(Some).collect();
+    Ok(Some((flows, thetas)))
 }

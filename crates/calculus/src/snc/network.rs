@@ -40,9 +40,11 @@
 //! traffic upstream; on a network whose flows feed back into themselves it would not end, so
 //! re-entering a computation in progress is reported as an error.
 
-use super::algebra::{Algebra, ConvolutionRule, Deps, LatencyProblem, MgfArrival, MgfService};
+use super::algebra::{
+    Algebra, ConvolutionRule, Deps, Eval, LatencyProblem, MgfArrival, MgfService,
+};
 use super::mmpp::MmppBound;
-use super::search::{self, Minimum};
+use super::search;
 use crate::{Bound, CalculusError, Method, ThetaSearch};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tailbound_model::Network;
@@ -185,20 +187,61 @@ impl<'a> Analysis<'a> {
         epsilon: f64,
         search: ThetaSearch,
     ) -> Result<Bound, CalculusError> {
+        Ok(self.flow_minimum(f, method, epsilon, search)?.0)
+    }
+
+    /// [`Analysis::flow_bound`] and the θ it was minimised at when the bound is one problem's
+    /// minimum without Hölder exponents (SNC-Meister's and the convolution analysis' without
+    /// dependent operators): the θ [`Analysis::flow_bound_at`] can check again later.
+    pub fn flow_minimum(
+        &mut self,
+        f: usize,
+        method: Method,
+        epsilon: f64,
+        search: ThetaSearch,
+    ) -> Result<(Bound, Option<f64>), CalculusError> {
         let rule = match search {
             ThetaSearch::Grid => ConvolutionRule::Original,
             ThetaSearch::Brent => ConvolutionRule::Exact,
         };
         let problems = self.problems(f, method, epsilon)?;
         let mut steps = 0.0;
+        let mut theta = None;
         for p in &problems {
             match search::minimise(p, self.alg.slot_count(), search, rule) {
-                Some(Minimum { steps: s, .. }) => steps += s,
-                None => return Ok(Bound::Unbounded(self.overload_reason(f))),
+                Some(m) => {
+                    steps += m.steps;
+                    theta = (problems.len() == 1 && p.slots().is_empty()).then_some(m.theta);
+                }
+                None => return Ok((Bound::Unbounded(self.overload_reason(f)), None)),
             }
         }
         let seconds = steps * self.step_s;
-        Ok(Bound::from_seconds(seconds, || self.overload_reason(f)))
+        let bound = Bound::from_seconds(seconds, || self.overload_reason(f));
+        let theta = theta.filter(|_| bound.seconds().is_some());
+        Ok((bound, theta))
+    }
+
+    /// Flow `f`'s latency bound [s] evaluated exactly at `theta` (no search): a valid bound,
+    /// looser than the minimum unless `theta` is where the minimum lies. `None` when the
+    /// bound is not one problem without Hölder exponents (see [`Analysis::flow_minimum`]) or
+    /// is undefined at `theta` (its queues are unstable there).
+    pub fn flow_bound_at(
+        &mut self,
+        f: usize,
+        method: Method,
+        epsilon: f64,
+        theta: f64,
+    ) -> Result<Option<f64>, CalculusError> {
+        let problems = self.problems(f, method, epsilon)?;
+        let [p] = problems.as_slice() else {
+            return Ok(None);
+        };
+        if !p.slots().is_empty() {
+            return Ok(None);
+        }
+        Ok(p.steps_at(theta, &Eval::PLAIN)
+            .map(|steps| steps * self.step_s))
     }
 
     /// The latency problems whose minima add up to flow `f`'s bound: one for SNC-Meister and

@@ -6,7 +6,8 @@ use tailbound_calculus::snc::{
     search, Algebra, Analysis, ConvolutionRule, Deps, Eval, MgfArrival, MmppBound,
 };
 use tailbound_calculus::{
-    bound, bound_all, Bound, BoundOptions, CalculusError, Method, TenantBound, ThetaSearch,
+    bound, bound_all, bound_hinted, Bound, BoundOptions, CalculusError, Hint, Method, TenantBound,
+    ThetaSearch,
 };
 use tailbound_model::{
     FlowModels, Mmpp, MmppState, Network, NetworkBuilder, NewTenant, Percentile, SizeModel, Slo,
@@ -66,6 +67,79 @@ const GOLDEN: [Golden; 4] = [
 
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs()
+}
+
+/// A tenant checked at the θs of its minimum keeps its bound there without a search; a hint
+/// at another θ gives a valid bound no lower than the minimum when within the budget, and a
+/// search (the minimum) when the budget is below it.
+#[test]
+fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
+    let net = tailbound_scenario::snc_meister::read_config(&sample_config()).unwrap();
+    let all: Vec<usize> = (0..net.tenants.len()).collect();
+    let o = opts(ThetaSearch::Brent);
+    let first = bound_hinted(&net, Method::SncMeister, &all, &o, &[]).unwrap();
+    let plain = bound(&net, Method::SncMeister, &all, &o).unwrap();
+    for (h, p) in first.iter().zip(&plain) {
+        assert!(h.searched);
+        assert_eq!(&h.bound, p, "no hint: the same bounds as `bound`");
+    }
+    let thetas = |h: &tailbound_calculus::HintedBound| -> Vec<f64> {
+        h.thetas
+            .iter()
+            .map(|t| t.expect("one problem, no Hölder"))
+            .collect()
+    };
+    // at the minimum's θs with room: kept, not searched, the same bound to rounding
+    let at_min: Vec<Option<Hint>> = first
+        .iter()
+        .map(|h| {
+            Some(Hint {
+                thetas: thetas(h),
+                budget_s: 1.0,
+            })
+        })
+        .collect();
+    let again = bound_hinted(&net, Method::SncMeister, &all, &o, &at_min).unwrap();
+    for (a, h) in again.iter().zip(&first) {
+        assert!(!a.searched, "{}", a.bound.name);
+        let (x, y) = (secs(&a.bound.total), secs(&h.bound.total));
+        assert!(rel(x, y) < 1e-9, "{}: {x} vs {y}", a.bound.name);
+    }
+    // at θ/2: a valid bound above the minimum, kept within a wide budget
+    let off: Vec<Option<Hint>> = first
+        .iter()
+        .map(|h| {
+            Some(Hint {
+                thetas: thetas(h).iter().map(|t| t / 2.0).collect(),
+                budget_s: 1.0,
+            })
+        })
+        .collect();
+    let loose = bound_hinted(&net, Method::SncMeister, &all, &o, &off).unwrap();
+    for (a, h) in loose.iter().zip(&first) {
+        assert!(!a.searched);
+        assert!(
+            secs(&a.bound.total) > secs(&h.bound.total) * (1.0 + 1e-6),
+            "{}",
+            a.bound.name
+        );
+    }
+    // the same θ/2 with a budget below that bound: searched, the minimum again
+    let tight: Vec<Option<Hint>> = loose
+        .iter()
+        .zip(&off)
+        .map(|(a, h)| {
+            h.clone().map(|h| Hint {
+                budget_s: secs(&a.bound.total) * 0.999,
+                ..h
+            })
+        })
+        .collect();
+    let searched = bound_hinted(&net, Method::SncMeister, &all, &o, &tight).unwrap();
+    for (a, h) in searched.iter().zip(&first) {
+        assert!(a.searched, "{}", a.bound.name);
+        assert_eq!(a.bound, h.bound);
+    }
 }
 
 #[test]
