@@ -89,6 +89,9 @@ pub enum Command {
     /// Add, remove and list tenants of a running service (`tailbound serve`)
     #[command(subcommand)]
     Tenant(cmd::tenant::TenantCommand),
+    /// Register and list a running service's hosts, and issue host agents' tokens
+    #[command(subcommand)]
+    Host(cmd::host::HostCommand),
     /// Run a host's tc agent: pull the host's decisions from the service and apply them
     Agent(cmd::agent::AgentArgs),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell)
@@ -119,6 +122,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Enforce(c) => cmd::enforce::run(c),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Tenant(c) => cmd::tenant::run(c),
+        Command::Host(c) => cmd::host::run(c),
         Command::Agent(a) => cmd::agent::run(a),
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),

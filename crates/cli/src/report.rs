@@ -160,6 +160,9 @@ json_formats! {
     EnforceReport => "enforce", 1, "enforce apply|remove --json";
     EnforceStatusReport => "enforce-status", 1, "enforce status --json";
     crate::cmd::place::PlaceReport => "place", 1, "place --json";
+    tailbound_service::api::HostView => "host", 1, "host add --json";
+    Items<'_, tailbound_service::api::HostView> => "host-list", 1, "host ls --json";
+    tailbound_service::api::HostToken => "host-token", 1, "host token --json";
     tailbound_dataplane::probe::ProbeResult => "probe", 1, "probe --json (one run)";
     Items<'_, tailbound_dataplane::probe::ProbeResult> => "probe-list", 1, "probe --json (several runs)";
     tailbound_dataplane::probe::SweepReport => "probe-sweep", 1, "probe --sweep --json";

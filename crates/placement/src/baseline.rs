@@ -30,7 +30,7 @@
 
 use crate::lp::levels_of;
 use crate::workload::NormCurve;
-use crate::{LpStage, PlacementError};
+use crate::{ClientNic, LpStage, PlacementError};
 use serde::{Deserialize, Serialize};
 use tailbound_calculus::dnc::{wc_multi_stage_latency, DncError, TokenBucketAt};
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
@@ -145,7 +145,11 @@ pub struct FixedMember<'a> {
 /// The same latency check as WorkloadCompactor's, for fixed limits: every member's eq. (5)
 /// bound over the server stages plus its client NIC's b plus its shaper delay within its
 /// budget, and Σr ≤ 1 at every server stage. `Ok(Some(rate sums))` when they fit together.
-pub fn fits(members: &[FixedMember<'_>]) -> Result<Option<[f64; 3]>, PlacementError> {
+/// With [`ClientNic::Tandem`] the client NIC adds nothing (see [`ClientNic`]).
+pub fn fits(
+    members: &[FixedMember<'_>],
+    client_nic: ClientNic,
+) -> Result<Option<[f64; 3]>, PlacementError> {
     let levels = levels_of(members.iter().map(|m| m.slo_s));
     let mut rate_sums = [0.0; 3];
     let mut stages: [Vec<TokenBucketAt>; 3] = Default::default();
@@ -170,8 +174,11 @@ pub fn fits(members: &[FixedMember<'_>]) -> Result<Option<[f64; 3]>, PlacementEr
             Err(DncError::Unstable { .. }) => return Ok(None),
             Err(e) => return Err(PlacementError::Solver(format!("calculus check: {e}"))),
         };
-        let bound =
-            queueing + m.fixed.buckets[LpStage::ClientIn.index()].burst + m.fixed.shaper_delay_s;
+        let client = match client_nic {
+            ClientNic::Own => m.fixed.buckets[LpStage::ClientIn.index()].burst,
+            ClientNic::Tandem => 0.0,
+        };
+        let bound = queueing + client + m.fixed.shaper_delay_s;
         if bound.is_nan() || bound > m.budget_s {
             return Ok(None);
         }
@@ -236,6 +243,23 @@ mod tests {
         );
     }
 
+    fn fits_own(members: &[FixedMember<'_>]) -> Result<Option<[f64; 3]>, PlacementError> {
+        fits(members, ClientNic::Own)
+    }
+
+    #[test]
+    fn tandem_client_nic_adds_no_burst() {
+        let f = BaselineRule::Knee.limits(&curves(), 1.0).unwrap();
+        // 3 × 0.2 = 0.6 on the server; the own client NIC adds 0.2
+        let m = FixedMember {
+            fixed: &f,
+            slo_s: 0.7,
+            budget_s: 0.7,
+        };
+        assert!(fits(&[m], ClientNic::Own).unwrap().is_none());
+        assert!(fits(&[m], ClientNic::Tandem).unwrap().is_some());
+    }
+
     #[test]
     fn fixed_limits_fit_until_a_bound_breaks() {
         let f = BaselineRule::Knee.limits(&curves(), 1.0).unwrap();
@@ -245,15 +269,15 @@ mod tests {
             budget_s: slo,
         };
         // alone: 3 × 0.2 + 0.2 = 0.8 ≤ 1
-        assert!(fits(&[m(1.0)]).unwrap().is_some());
-        assert!(fits(&[m(0.7)]).unwrap().is_none());
+        assert!(fits_own(&[m(1.0)]).unwrap().is_some());
+        assert!(fits_own(&[m(0.7)]).unwrap().is_none());
         // two at the same level: 3 × 0.4 + 0.2 = 1.4 > 1
-        assert!(fits(&[m(1.0), m(1.0)]).unwrap().is_none());
+        assert!(fits_own(&[m(1.0), m(1.0)]).unwrap().is_none());
         // the tight one first: it sees only itself (0.8); the loose one 3 × 0.4 / 0.8 + 0.2
-        let sums = fits(&[m(0.8), m(2.0)]).unwrap().unwrap();
+        let sums = fits_own(&[m(0.8), m(2.0)]).unwrap().unwrap();
         assert!((sums[0] - 0.4).abs() < 1e-12);
         // five at rate 0.2 fill a stage exactly: over capacity with the slack
         let many: Vec<_> = (0..5).map(|_| m(100.0)).collect();
-        assert!(fits(&many).unwrap().is_none());
+        assert!(fits_own(&many).unwrap().is_none());
     }
 }

@@ -29,7 +29,10 @@
 //! bursty) storage is the bottleneck and a server holds roughly ten workloads, so 1000
 //! workloads need on the order of a hundred servers (the paper: ~115 with one SSD, Fig. 14).
 //! [`ServerSpec`] changes the link rate, the number of SSDs (storage rate) and the device
-//! latency.
+//! latency. WorkloadCompactor's own cluster model, client hosts whose NICs a server's
+//! workloads share ([`client_hosts`], [`ClientNic::Tandem`]), replaces the client NIC per
+//! workload when a [`Placer`] is given client hosts; [`wc_topology`] reads the original's
+//! topology and cached arrival curves.
 //!
 //! # Units
 //!
@@ -46,16 +49,22 @@
 //! highest (as everywhere in tailbound). The LP of a server only needs their order.
 
 pub mod baseline;
+pub mod client_hosts;
 pub mod lp;
 pub mod placer;
+pub mod wc_topology;
 mod workload;
 pub mod workloads_csv;
 
 pub use baseline::BaselineRule;
+pub use client_hosts::{ClientHost, ClientHosts, ClientVm};
 pub use lp::{optimise, LpMember, LpSolution};
 pub use placer::{server_name, Assignment, Placement, PlacementConfig, Placer, Policy, WorkloadId};
+pub use wc_topology::{
+    is_wc_topology, parse_wc_arrival_curve, parse_wc_topology, wc_curve_file_name, WcTopology,
+};
 pub use workload::{characterize, NormCurve, StageCurves, Workload};
-pub use workloads_csv::{parse_workloads_csv, WorkloadLine, WorkloadsCsvError};
+pub use workloads_csv::{parse_workloads_csv, WorkloadLine, WorkloadsFileError};
 
 use serde::{Deserialize, Serialize};
 
@@ -107,6 +116,25 @@ impl LpStage {
             LpStage::ClientIn => "client-in",
         }
     }
+}
+
+/// How the NIC that receives a workload's responses at its client is modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientNic {
+    /// every workload has its own client host (tailbound's default regime, see the crate
+    /// docs): its NIC carries no other flow and adds the workload's own b/C
+    /// ([`LpStage::ClientIn`])
+    #[default]
+    Own,
+    /// the workloads of a server share one client host that no other server's workloads use
+    /// (WorkloadCompactor's topology and its `clientServerPlacement`, see
+    /// [`crate::client_hosts`]): requests cross the client's out-NIC then the server's
+    /// in-NIC, responses the server's out-NIC then the client's in-NIC, and the two NICs of
+    /// each pair carry the same flows at the same rate, so the second one never queues and
+    /// adds no latency. The LP then has the three server stages only; Σr ≤ 1 at a server
+    /// stage is the same constraint at its client NIC.
+    Tandem,
 }
 
 /// Capacities of one server and of its workloads' client NICs.

@@ -22,6 +22,12 @@
 //! * objective: min Σ r over all variables r (the paper's choice; only feasibility decides
 //!   the fit).
 //!
+//! With [`ClientNic::Tandem`] (WorkloadCompactor's topology: the server's workloads share a
+//! client host no other server uses) the client NIC adds nothing: it has no variables, no M_p
+//! and no term in eq. (7), and its bucket in the answer is net-out's (the response flow, shaped
+//! once at net-out, crosses it unchanged). The original's LP (`WorkloadCompactor.cpp`) has the
+//! same three stages: one per flow at its first queue.
+//!
 //! SLO_p here is the budget: the SLO minus the device's profiled latency. The rows of eq. (4)
 //! and eq. (7) are tightened by 1e-6 and 1e-7 so that HiGHS's feasibility tolerance cannot
 //! push an answer over the limit; every answer is then lifted onto the curve exactly (b at
@@ -38,7 +44,7 @@
 //! constant lower bound on b (at most 0.1 ms above the curve on r ≤ 1: conservative).
 
 use crate::workload::NormCurve;
-use crate::{LpStage, PlacementError};
+use crate::{ClientNic, LpStage, PlacementError};
 use highs::{HighsModelStatus, RowProblem, Sense};
 use tailbound_calculus::dnc::{wc_multi_stage_latency, TokenBucketAt};
 use tailbound_model::Bucket;
@@ -73,6 +79,8 @@ pub struct LpSolution {
     pub levels: Vec<u32>,
     /// Σ r at each server stage [1]
     pub rate_sums: [f64; 3],
+    /// how the client NIC was modelled (what [`bounds`] adds for it)
+    pub client_nic: ClientNic,
 }
 
 /// Segments flatter than this are replaced by a constant lower bound on b [s per unit of r].
@@ -106,13 +114,24 @@ pub(crate) fn levels_of(slos: impl Iterator<Item = f64> + Clone) -> Vec<u32> {
         .collect()
 }
 
-/// Solves the server LP for `members`. `Ok(None)`: infeasible, they do not fit together.
+/// Solves the server LP for `members`, each with its own client NIC ([`ClientNic::Own`]).
+/// `Ok(None)`: infeasible, they do not fit together.
 pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, PlacementError> {
+    optimise_with(members, ClientNic::Own)
+}
+
+/// Solves the server LP for `members` with the client NIC modelled as `client_nic`.
+/// `Ok(None)`: infeasible, they do not fit together.
+pub fn optimise_with(
+    members: &[LpMember<'_>],
+    client_nic: ClientNic,
+) -> Result<Option<LpSolution>, PlacementError> {
     if members.is_empty() {
         return Ok(Some(LpSolution {
             buckets: Vec::new(),
             levels: Vec::new(),
             rate_sums: [0.0; 3],
+            client_nic,
         }));
     }
     let levels = levels_of(members.iter().map(|m| m.slo_s));
@@ -131,11 +150,27 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
         }
     }
 
+    // Phase 2 first: HiGHS answers most of these LPs at once, optimal or proven infeasible.
+    let (phase2, r_idx, b_idx) = build(members, &levels, &budget, client_nic, false);
+    match solve_once(phase2.clone(), &[("presolve", "off")])? {
+        (HighsModelStatus::Optimal, Some(x)) => {
+            match answer(members, &x, &r_idx, &b_idx, levels.clone(), client_nic) {
+                Ok(sol) => return Ok(Some(sol)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "direct LP answer failed its check; solving in two phases")
+                }
+            }
+        }
+        (HighsModelStatus::Infeasible, _) => return Ok(None),
+        (other, _) => {
+            tracing::debug!(status = ?other, "LP not decided directly; solving in two phases")
+        }
+    }
     // Phase 1 (elastic): one extra column z ≥ 0 relaxes eq. (4) and eq. (7); min z is always
     // feasible and bounded, and z* = 0 exactly when the LP is feasible. Phase 2: min Σr
     // without z. HiGHS cannot always prove a nearly-feasible LP infeasible (status Unknown);
     // phase 1 turns that question into an optimisation it answers.
-    let (phase1, _, _) = build(members, &levels, &budget, true);
+    let (phase1, _, _) = build(members, &levels, &budget, client_nic, true);
     let Some(x1) = solve(phase1)? else {
         return Err(PlacementError::Solver(
             "the elastic LP (always feasible) was not solved".into(),
@@ -145,7 +180,6 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
     if z > ELASTIC_TOLERANCE {
         return Ok(None);
     }
-    let (phase2, r_idx, b_idx) = build(members, &levels, &budget, false);
     let x = match solve(phase2)? {
         Some(x) => x,
         // phase 1 found a point within tolerance; use it (checked below)
@@ -154,6 +188,20 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
             x1
         }
     };
+    let sol = answer(members, &x, &r_idx, &b_idx, levels, client_nic)?;
+    Ok(Some(sol))
+}
+
+/// The LP's point `x` lifted exactly onto the curves (b at least the curve at the chosen r)
+/// and checked against the calculus.
+fn answer(
+    members: &[LpMember<'_>],
+    x: &[f64],
+    r_idx: &[Vec<usize>],
+    b_idx: &[Vec<usize>],
+    levels: Vec<u32>,
+    client_nic: ClientNic,
+) -> Result<LpSolution, PlacementError> {
     let mut buckets = Vec::with_capacity(members.len());
     let mut rate_sums = [0.0; 3];
     for (j, m) in members.iter().enumerate() {
@@ -161,7 +209,7 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
             rate: 0.0,
             burst: 0.0,
         }; 4];
-        for (s, c) in m.curves.iter().enumerate() {
+        for (s, c) in m.curves.iter().enumerate().take(r_idx[j].len()) {
             let r = x[r_idx[j][s]].clamp(c.min_rate(), 1.0);
             let on_curve = c.burst_at(r).unwrap_or(f64::INFINITY).max(flat_tail(c).1);
             let b = x[b_idx[j][s]].max(on_curve).max(0.0);
@@ -176,15 +224,19 @@ pub fn optimise(members: &[LpMember<'_>]) -> Result<Option<LpSolution>, Placemen
                 rate_sums[s] += r;
             }
         }
+        if client_nic == ClientNic::Tandem {
+            bs[LpStage::ClientIn.index()] = bs[LpStage::NetOut.index()];
+        }
         buckets.push(bs);
     }
     let sol = LpSolution {
         buckets,
         levels,
         rate_sums,
+        client_nic,
     };
     check(members, &sol)?;
-    Ok(Some(sol))
+    Ok(sol)
 }
 
 /// Builds the server LP; with `elastic`, the objective is min z instead of min Σr (z the
@@ -194,8 +246,14 @@ fn build(
     members: &[LpMember<'_>],
     levels: &[u32],
     budget: &[f64],
+    client_nic: ClientNic,
     elastic: bool,
 ) -> (RowProblem, Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    // the stages with variables: the client NIC only when it is the workload's own
+    let n_stages = match client_nic {
+        ClientNic::Own => LpStage::ALL.len(),
+        ClientNic::Tandem => LpStage::SERVER.len(),
+    };
     let n_levels = budget.len();
     let mut pb = RowProblem::default();
     let r_cost = if elastic { 0.0 } else { 1.0 };
@@ -207,7 +265,7 @@ fn build(
     let mut next = 0usize;
     for m in members {
         let (mut rs, mut bs, mut ri, mut bi) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for c in m.curves.iter() {
+        for c in m.curves.iter().take(n_stages) {
             rs.push(pb.add_column(r_cost, c.min_rate()..=1.0));
             ri.push(next);
             bs.push(pb.add_column(0.0, flat_tail(c).1..));
@@ -223,13 +281,15 @@ fn build(
     let rp: Vec<Option<highs::Col>> = (0..n_levels)
         .map(|p| (p > 0).then(|| pb.add_column(0.0, 0.0..)))
         .collect();
-    let mp: Vec<highs::Col> = (0..n_levels).map(|_| pb.add_column(0.0, 0.0..)).collect();
+    let mp: Vec<Option<highs::Col>> = (0..n_levels)
+        .map(|_| (client_nic == ClientNic::Own).then(|| pb.add_column(0.0, 0.0..)))
+        .collect();
     // the elastic column, last
     let z = elastic.then(|| pb.add_column(1.0, 0.0..));
 
     // on or above the r-b curve
     for (j, m) in members.iter().enumerate() {
-        for (s, c) in m.curves.iter().enumerate() {
+        for (s, c) in m.curves.iter().enumerate().take(n_stages) {
             let (segments, _) = flat_tail(c);
             for w in c.vertices()[..=segments].windows(2) {
                 let ([ra, ba], [rc, bc]) = (w[0], w[1]);
@@ -260,9 +320,13 @@ fn build(
         }
     }
     // the client NICs: M_p ≥ b_jc
-    let c = LpStage::ClientIn.index();
-    for (j, &l) in levels.iter().enumerate() {
-        pb.add_row(..=0.0, [(b_col[j][c], 1.0), (mp[l as usize], -1.0)]);
+    if client_nic == ClientNic::Own {
+        let c = LpStage::ClientIn.index();
+        for (j, &l) in levels.iter().enumerate() {
+            if let Some(m) = mp[l as usize] {
+                pb.add_row(..=0.0, [(b_col[j][c], 1.0), (m, -1.0)]);
+            }
+        }
     }
     // eq. (7) per level, with the client NIC's term
     for p in 0..n_levels {
@@ -274,7 +338,7 @@ fn build(
                 }
             }
         }
-        row.push((mp[p], 1.0));
+        row.extend(mp[p].map(|m| (m, 1.0)));
         let slo = budget[p];
         if let Some(col) = rp[p] {
             row.push((col, slo));
@@ -291,27 +355,36 @@ fn build(
 fn solve(pb: RowProblem) -> Result<Option<Vec<f64>>, PlacementError> {
     let attempts: [&[(&str, &str)]; 3] = [&[], &[("presolve", "off")], &[("solver", "ipm")]];
     for options in attempts {
-        let mut model = pb
-            .clone()
-            .try_optimise(Sense::Minimise)
-            .map_err(|e| PlacementError::Solver(format!("cannot load the LP: {e:?}")))?;
-        model.make_quiet();
-        for &(k, v) in options {
-            model.set_option(k, v);
-        }
-        let s = model
-            .try_solve()
-            .map_err(|e| PlacementError::Solver(format!("{e:?}")))?;
-        match s.status() {
-            HighsModelStatus::Optimal => return Ok(Some(s.get_solution().columns().to_vec())),
-            other => tracing::debug!(status = ?other, ?options, "LP not solved; retrying"),
+        match solve_once(pb.clone(), options)? {
+            (HighsModelStatus::Optimal, Some(x)) => return Ok(Some(x)),
+            (other, _) => tracing::debug!(status = ?other, ?options, "LP not solved; retrying"),
         }
     }
     Ok(None)
 }
 
+/// One HiGHS run of `pb` (minimise) with `options`: its status, and the columns when optimal.
+fn solve_once(
+    pb: RowProblem,
+    options: &[(&str, &str)],
+) -> Result<(HighsModelStatus, Option<Vec<f64>>), PlacementError> {
+    let mut model = pb
+        .try_optimise(Sense::Minimise)
+        .map_err(|e| PlacementError::Solver(format!("cannot load the LP: {e:?}")))?;
+    model.make_quiet();
+    for &(k, v) in options {
+        model.set_option(k, v);
+    }
+    let s = model
+        .try_solve()
+        .map_err(|e| PlacementError::Solver(format!("{e:?}")))?;
+    let status = s.status();
+    let x = (status == HighsModelStatus::Optimal).then(|| s.get_solution().columns().to_vec());
+    Ok((status, x))
+}
+
 /// The latency bound of every member under `sol` by the calculus (eq. (5) over the server's
-/// stages plus its own client NIC's eq. (1)) [s], in member order.
+/// stages plus, with [`ClientNic::Own`], its own client NIC's eq. (1)) [s], in member order.
 pub fn bounds(sol: &LpSolution) -> Result<Vec<f64>, PlacementError> {
     let stage_buckets = |s: usize| -> Vec<TokenBucketAt> {
         sol.buckets
@@ -332,7 +405,10 @@ pub fn bounds(sol: &LpSolution) -> Result<Vec<f64>, PlacementError> {
         .map(|(bk, &level)| {
             let server = wc_multi_stage_latency(&stages, level)
                 .map_err(|e| PlacementError::Solver(format!("calculus check: {e}")))?;
-            Ok(server + bk[LpStage::ClientIn.index()].burst)
+            Ok(match sol.client_nic {
+                ClientNic::Own => server + bk[LpStage::ClientIn.index()].burst,
+                ClientNic::Tandem => server,
+            })
         })
         .collect()
 }

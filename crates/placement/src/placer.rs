@@ -12,16 +12,23 @@
 //!   exceeds the capacity (eq. (4) assuming the current limits were not reconfigured). A skip
 //!   can miss a server where re-optimising would have made room, never admit a wrong one.
 //!   Baselines always use this test: with fixed limits it is exact.
-//! * A workload that does not fit on an empty server is rejected at once (it would fit
-//!   nowhere).
+//! * A workload that does not fit on an empty server is rejected (it would fit nowhere); the
+//!   empty server is tried last, as the new server first-fit opens, so one LP answers both.
 //! * **Departures** free the workload's share; under WorkloadCompactor the touched server's
 //!   LP is solved again so the remaining workloads get the best limits for the new set.
 //! * **Safety margin** (§5.2): every r-b curve is scaled by 1 + margin before anything else.
+//! * **Client hosts** ([`Placer::with_client_hosts`]): by default every workload has its own
+//!   client NIC ([`ClientNic::Own`]); given WorkloadCompactor's client hosts, each workload
+//!   also gets a client VM, grouped by server as the original does ([`crate::client_hosts`]),
+//!   and the LP models the shared client NICs ([`ClientNic::Tandem`]). A server whose client
+//!   host has no free VM is skipped, and a new server needs an unused client host
+//!   ([`Placement::NoServer`] otherwise).
 
 use crate::baseline::{fits, BaselineRule, Fixed, FixedMember};
-use crate::lp::{levels_of, optimise, LpMember};
+use crate::client_hosts::{ClientHosts, ClientState, ClientVm};
+use crate::lp::{levels_of, optimise_with, LpMember};
 use crate::workload::Prepared;
-use crate::{LpStage, PlacementError, ServerSpec, Workload};
+use crate::{ClientNic, LpStage, PlacementError, ServerSpec, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -131,7 +138,8 @@ pub enum Placement {
     Placed { server: usize },
     /// fits on no server, not even an empty one
     FitsNowhere,
-    /// would need a new server, but `max_servers` are open
+    /// would need a new server, but `max_servers` are open (or, with client hosts, no unused
+    /// client host with a free VM is left for it)
     NoServer,
 }
 
@@ -148,6 +156,8 @@ pub struct Assignment {
     pub limits: [Bucket; 4],
     /// the same, normalised
     pub buckets: [Bucket; 4],
+    /// the client VM it runs in, when the placer has client hosts
+    pub client: Option<ClientVm>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,6 +175,8 @@ struct Entry {
     state: State,
     /// current limits while placed (normalised)
     buckets: [Bucket; 4],
+    /// its client host (index) and VM while placed, when the placer has client hosts
+    client: Option<(usize, String)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -183,6 +195,7 @@ pub struct Placer {
     servers: Vec<Server>,
     peak_servers: usize,
     lp_solves: u64,
+    clients: Option<ClientState>,
 }
 
 impl Placer {
@@ -200,7 +213,27 @@ impl Placer {
             servers: Vec::new(),
             peak_servers: 0,
             lp_solves: 0,
+            clients: None,
         })
+    }
+
+    /// Gives the workloads client VMs on `hosts` (see the module docs); before any arrival.
+    pub fn with_client_hosts(mut self, hosts: ClientHosts) -> Result<Placer, PlacementError> {
+        if !self.entries.is_empty() {
+            return Err(PlacementError::Config(
+                "client hosts must be given before the first workload arrives".into(),
+            ));
+        }
+        self.clients = Some(ClientState::new(hosts));
+        Ok(self)
+    }
+
+    /// How the client NIC is modelled: [`ClientNic::Tandem`] with client hosts.
+    pub fn client_nic(&self) -> ClientNic {
+        match self.clients {
+            Some(_) => ClientNic::Tandem,
+            None => ClientNic::Own,
+        }
     }
 
     pub fn config(&self) -> &PlacementConfig {
@@ -253,6 +286,7 @@ impl Placer {
                 rate: 0.0,
                 burst: 0.0,
             }; 4],
+            client: None,
         });
         let outcome = self.place(id)?;
         if let Placement::Placed { .. } = outcome {
@@ -263,10 +297,6 @@ impl Placer {
 
     fn place(&mut self, id: usize) -> Result<Placement, PlacementError> {
         if self.cfg.policy.is_baseline() && self.entries[id].fixed.is_none() {
-            return Ok(Placement::FitsNowhere);
-        }
-        // a workload that does not fit alone fits nowhere
-        if !self.try_server(id, None)? {
             return Ok(Placement::FitsNowhere);
         }
         let min_rates = match &self.entries[id].fixed {
@@ -282,26 +312,40 @@ impl Placer {
             {
                 continue;
             }
+            if self
+                .clients
+                .as_ref()
+                .is_some_and(|c| c.host_for(k).is_none())
+            {
+                continue;
+            }
             if self.try_server(id, Some(k))? {
                 return Ok(Placement::Placed { server: k });
             }
         }
-        if self
+        let no_server = self
             .cfg
             .max_servers
             .is_some_and(|m| self.servers.len() >= m)
-        {
-            return Ok(Placement::NoServer);
+            || self
+                .clients
+                .as_ref()
+                .is_some_and(|c| c.host_for(self.servers.len()).is_none());
+        if no_server {
+            // a workload that does not fit alone fits nowhere
+            return Ok(if self.try_server(id, None)? {
+                Placement::NoServer
+            } else {
+                Placement::FitsNowhere
+            });
         }
+        // a new server is the workload alone: one LP answers both questions (with others it
+        // did not fit either when it does not fit alone: more members only add constraints)
         self.servers.push(Server::default());
         let k = self.servers.len() - 1;
         if !self.try_server(id, Some(k))? {
-            // fitted alone a moment ago; the same problem cannot turn infeasible
             self.servers.pop();
-            return Err(PlacementError::Solver(format!(
-                "workload {:?} fitted alone but not on a new empty server",
-                self.entries[id].workload.name
-            )));
+            return Ok(Placement::FitsNowhere);
         }
         Ok(Placement::Placed { server: k })
     }
@@ -317,6 +361,16 @@ impl Placer {
                 if let Some(k) = k {
                     for (&m, b) in members.iter().zip(buckets) {
                         self.entries[m].buckets = b;
+                    }
+                    if let Some(c) = self.clients.as_mut() {
+                        let taken = c.host_for(k).and_then(|h| c.take(h, k));
+                        if taken.is_none() {
+                            return Err(PlacementError::Config(format!(
+                                "no client VM for workload {:?} on server {k}, though one was free",
+                                self.entries[id].workload.name
+                            )));
+                        }
+                        self.entries[id].client = taken;
                     }
                     self.entries[id].state = State::Placed(k);
                     self.servers[k].members = members;
@@ -346,7 +400,8 @@ impl Placer {
                     budget_s: e.prepared.budget_s,
                 });
             }
-            Ok(fits(&fm)?.map(|sums| (fm.iter().map(|m| m.fixed.buckets).collect(), sums)))
+            Ok(fits(&fm, self.client_nic())?
+                .map(|sums| (fm.iter().map(|m| m.fixed.buckets).collect(), sums)))
         } else {
             let lm: Vec<LpMember<'_>> = members
                 .iter()
@@ -360,7 +415,7 @@ impl Placer {
                     }
                 })
                 .collect();
-            let sol = optimise(&lm)?;
+            let sol = optimise_with(&lm, self.client_nic())?;
             self.lp_solves += 1;
             Ok(sol.map(|s| (s.buckets, s.rate_sums)))
         }
@@ -402,6 +457,10 @@ impl Placer {
                 }
             }
         }
+        if let (Some(c), Some((h, vm))) = (self.clients.as_mut(), self.entries[id.0].client.take())
+        {
+            c.release(h, vm, members.is_empty());
+        }
         self.servers[k].members = members;
         Ok(())
     }
@@ -439,6 +498,10 @@ impl Placer {
                     priority,
                     limits,
                     buckets: e.buckets,
+                    client: match (&self.clients, &e.client) {
+                        (Some(c), Some((h, vm))) => Some(c.vm(*h, vm)),
+                        _ => None,
+                    },
                 }
             })
             .collect()

@@ -19,10 +19,10 @@ pub struct WorkloadLine {
     pub line: usize,
 }
 
-/// A workloads CSV that cannot be read.
+/// A workloads file (a workloads CSV or a WorkloadCompactor topology) that cannot be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}:{line}: {message}", file.display())]
-pub struct WorkloadsCsvError {
+pub struct WorkloadsFileError {
     pub file: PathBuf,
     /// 0: the file as a whole
     pub line: usize,
@@ -33,8 +33,8 @@ pub struct WorkloadsCsvError {
 pub fn parse_workloads_csv(
     file: &Path,
     text: &str,
-) -> Result<Vec<WorkloadLine>, WorkloadsCsvError> {
-    let err = |line: usize, message: String| WorkloadsCsvError {
+) -> Result<Vec<WorkloadLine>, WorkloadsFileError> {
+    let err = |line: usize, message: String| WorkloadsFileError {
         file: file.to_path_buf(),
         line,
         message,
@@ -118,7 +118,7 @@ pub fn parse_workloads_csv(
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<Vec<WorkloadLine>, WorkloadsCsvError> {
+    fn parse(text: &str) -> Result<Vec<WorkloadLine>, WorkloadsFileError> {
         parse_workloads_csv(Path::new("w.csv"), text)
     }
 

@@ -1,9 +1,13 @@
 //! Prometheus metrics in the text exposition format (version 0.0.4): decisions by kind and
-//! outcome, the decision-latency histogram, admitted tenants, and each tenant's bound against
-//! its SLO. Callers measure the latency and pass it in; nothing here reads the clock.
+//! outcome, the decision-latency histogram, admitted tenants, each tenant's bound against its
+//! SLO, and every hosted VDC's controller (enforcers live and stale, allocations, capacities,
+//! violated guarantees). Callers measure the latency and pass it in; nothing here reads the
+//! clock.
 
 use crate::api::{BoundView, DecisionKind};
+use crate::vdc::VdcView;
 use std::fmt::Write;
+use tailbound_control::protocol::Status;
 
 /// Upper bounds of the decision-latency histogram's buckets [s].
 pub const LATENCY_BUCKETS_S: [f64; 14] = [
@@ -43,9 +47,15 @@ impl Metrics {
         self.latency_count += 1;
     }
 
-    /// The exposition text with `tenants` admitted, their current `bounds` and per-link mean
-    /// loads.
-    pub fn render(&self, tenants: usize, bounds: &[BoundView], links: &[(String, f64)]) -> String {
+    /// The exposition text with `tenants` admitted, their current `bounds`, per-link mean
+    /// loads and the hosted VDCs' controllers.
+    pub fn render(
+        &self,
+        tenants: usize,
+        bounds: &[BoundView],
+        links: &[(String, f64)],
+        vdcs: &[(VdcView, Status)],
+    ) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -138,8 +148,111 @@ impl Metrics {
         for (q, l) in links {
             let _ = writeln!(s, "tailbound_queue_load_ratio{{queue=\"{q}\"}} {l}");
         }
+        render_vdcs(&mut s, vdcs);
         s
     }
+}
+
+/// One gauge family: its help and type lines, then one sample per `(labels, value)`.
+fn gauge(s: &mut String, name: &str, help: &str, samples: impl IntoIterator<Item = (String, f64)>) {
+    let _ = writeln!(s, "# HELP {name} {help}");
+    let _ = writeln!(s, "# TYPE {name} gauge");
+    for (labels, v) in samples {
+        let _ = writeln!(s, "{name}{{{labels}}} {v}");
+    }
+}
+
+/// A gauge's samples: (labels, value).
+type Samples = Vec<(String, f64)>;
+
+/// A label value as the exposition format quotes it (backslash, quote and newline escaped).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The hosted VDCs' controllers: control steps, enforcers by state, per-flow allocations by
+/// hop, per-resource capacities, violated and overcommitted counts.
+fn render_vdcs(s: &mut String, vdcs: &[(VdcView, Status)]) {
+    let each = |f: &dyn Fn(&str, &VdcView, &Status) -> Samples| -> Samples {
+        vdcs.iter()
+            .flat_map(|(v, st)| f(&label(&v.name), v, st))
+            .collect()
+    };
+    gauge(
+        s,
+        "tailbound_vdc_control_steps",
+        "Control steps each hosted VDC's controller has run.",
+        each(&|n, v, _| vec![(format!("vdc=\"{n}\""), v.epoch as f64)]),
+    );
+    gauge(
+        s,
+        "tailbound_vdc_enforcers",
+        "Registered enforcers of each VDC, live (reporting) or stale (silent for stale_after intervals; they keep their last allocation).",
+        each(&|n, v, _| {
+            vec![
+                (
+                    format!("vdc=\"{n}\",state=\"live\""),
+                    v.enforcers.saturating_sub(v.stale) as f64,
+                ),
+                (format!("vdc=\"{n}\",state=\"stale\""), v.stale as f64),
+            ]
+        }),
+    );
+    gauge(
+        s,
+        "tailbound_vdc_flow_rate_tokens_per_second",
+        "Each VDC flow's allocation per hop [tokens/s], guaranteed (local) part and total.",
+        each(&|n, _, st| {
+            st.flows
+                .iter()
+                .flat_map(|f| {
+                    let flow = label(&f.flow);
+                    f.hops.iter().enumerate().flat_map(move |(i, hop)| {
+                        let hop = label(hop);
+                        let base =
+                            format!("vdc=\"{n}\",flow=\"{flow}\",hop=\"{i}\",resource=\"{hop}\"");
+                        [
+                            f.rates
+                                .get(i)
+                                .map(|&r| (format!("{base},part=\"total\""), r)),
+                            f.local_rates
+                                .get(i)
+                                .map(|&r| (format!("{base},part=\"guaranteed\""), r)),
+                        ]
+                        .into_iter()
+                        .flatten()
+                    })
+                })
+                .filter(|(_, v)| v.is_finite())
+                .collect()
+        }),
+    );
+    gauge(
+        s,
+        "tailbound_vdc_resource_capacity_tokens_per_second",
+        "The capacity each VDC's last control step used per physical resource (estimated for appliances whose capacity is estimated) [tokens/s].",
+        each(&|n, _, st| {
+            st.resources
+                .iter()
+                .filter(|r| r.capacity.is_finite())
+                .map(|r| (format!("vdc=\"{n}\",resource=\"{}\"", label(&r.name)), r.capacity))
+                .collect()
+        }),
+    );
+    gauge(
+        s,
+        "tailbound_vdc_violated_tenants",
+        "Tenants of each VDC whose guarantee was violated at an appliance in the last interval.",
+        each(&|n, _, st| vec![(format!("vdc=\"{n}\""), st.violated.len() as f64)]),
+    );
+    gauge(
+        s,
+        "tailbound_vdc_overcommitted_resources",
+        "Physical resources of each VDC whose guaranteed allocations exceed their capacity.",
+        each(&|n, _, st| vec![(format!("vdc=\"{n}\""), st.overcommitted.len() as f64)]),
+    );
 }
 
 #[cfg(test)]
@@ -152,7 +265,7 @@ mod tests {
         m.record(DecisionKind::Arrive, true, 0.0007);
         m.record(DecisionKind::Arrive, false, 0.003);
         m.record(DecisionKind::Depart, false, 20.0);
-        let text = m.render(1, &[], &[]);
+        let text = m.render(1, &[], &[], &[]);
         assert!(
             text.contains("tailbound_decision_latency_seconds_bucket{le=\"0.0005\"} 0\n"),
             "{text}"
@@ -168,5 +281,60 @@ mod tests {
             text.contains("tailbound_decisions_total{kind=\"depart\",outcome=\"departed\"} 1\n")
         );
         assert!(text.contains("tailbound_admitted_tenants 1\n"));
+    }
+
+    #[test]
+    fn every_hosted_vdc_shows_its_enforcers_allocations_and_capacities() {
+        use crate::vdc::VdcSettings;
+        use tailbound_control::protocol::{FlowStatus, ResourceStatus};
+        let view = VdcView {
+            name: "dc\"1".into(),
+            controller: VdcSettings::default(),
+            tenants: vec!["A".into()],
+            flows: 1,
+            epoch: 7,
+            enforcers: 3,
+            stale: 1,
+            spec: None,
+        };
+        let status = Status {
+            epoch: 7,
+            interval_ns: 1_000_000_000,
+            enforcers: vec![],
+            flows: vec![FlowStatus {
+                flow: "A/a1".into(),
+                enforcer: Some("e1".into()),
+                hops: vec!["-".into(), "kv".into()],
+                demand: vec![10.0, 20.0],
+                rates: vec![100.0, f64::NAN],
+                local_rates: vec![50.0, 25.0],
+            }],
+            resources: vec![ResourceStatus {
+                name: "kv".into(),
+                capacity: 4000.0,
+                phase: Some("probe".into()),
+            }],
+            violated: vec!["A".into()],
+            overcommitted: vec![],
+        };
+        let text = Metrics::default().render(0, &[], &[], &[(view, status)]);
+        for line in [
+            "tailbound_vdc_control_steps{vdc=\"dc\\\"1\"} 7\n",
+            "tailbound_vdc_enforcers{vdc=\"dc\\\"1\",state=\"live\"} 2\n",
+            "tailbound_vdc_enforcers{vdc=\"dc\\\"1\",state=\"stale\"} 1\n",
+            "tailbound_vdc_flow_rate_tokens_per_second{vdc=\"dc\\\"1\",flow=\"A/a1\",hop=\"0\",resource=\"-\",part=\"total\"} 100\n",
+            "tailbound_vdc_flow_rate_tokens_per_second{vdc=\"dc\\\"1\",flow=\"A/a1\",hop=\"1\",resource=\"kv\",part=\"guaranteed\"} 25\n",
+            "tailbound_vdc_resource_capacity_tokens_per_second{vdc=\"dc\\\"1\",resource=\"kv\"} 4000\n",
+            "tailbound_vdc_violated_tenants{vdc=\"dc\\\"1\"} 1\n",
+            "tailbound_vdc_overcommitted_resources{vdc=\"dc\\\"1\"} 0\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        // a non-finite allocation is left out, never printed as NaN
+        assert!(!text.contains("NaN"), "{text}");
+        assert!(
+            !text.contains("hop=\"1\",resource=\"kv\",part=\"total\""),
+            "{text}"
+        );
     }
 }

@@ -530,6 +530,8 @@ async fn healthz(State(s): Shared) -> Answer {
 async fn metrics(State(s): Shared) -> Answer {
     let s2 = s.clone();
     let text = blocking(move || {
+        // lock order: vdcs, then inner
+        let vdcs = s2.vdcs().statuses(s2.clock.now_ns());
         let mut inner = s2.inner();
         let seq = inner.engine.seq();
         let bounds = match inner.bounds.take() {
@@ -540,6 +542,7 @@ async fn metrics(State(s): Shared) -> Answer {
             inner.engine.tenant_count(),
             &bounds,
             &inner.engine.link_loads(),
+            &vdcs,
         );
         inner.bounds = Some((seq, bounds));
         Ok(text)

@@ -19,6 +19,7 @@ pub mod experiment_placement;
 pub mod experiment_vdc;
 pub mod experiment_vdc_testbed;
 pub mod graph;
+pub mod host;
 pub mod place;
 pub mod probe;
 pub mod schema;

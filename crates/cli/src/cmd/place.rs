@@ -1,9 +1,13 @@
 //! `tailbound place WORKLOADS`: choose each workload's server and rate limits
 //! (WorkloadCompactor or a baseline) and print the placement and its decisions.
 //!
-//! WORKLOADS is either a workloads CSV (`tailbound_placement::workloads_csv`: one workload per
-//! line, `name,trace,slo,percentile`, trace paths relative to the CSV) or a scenario file
-//! (`.toml`, or JSON), whose tenants' traces and SLOs are used. Each workload is characterized
+//! WORKLOADS is a workloads CSV (`tailbound_placement::workloads_csv`: one workload per
+//! line, `name,trace,slo,percentile`, trace paths relative to the CSV), a WorkloadCompactor
+//! topology (`tailbound_placement::wc_topology`: JSON with `clients`, `clientVMs` and
+//! `serverVMs`; placed on its servers in the original's order, each workload in a client VM
+//! grouped by server as the original does, the client NICs shared:
+//! `tailbound_placement::client_hosts`), or a scenario file (`.toml`, or JSON), whose tenants'
+//! traces and SLOs are used. Each workload is characterized
 //! on the part of its trace `--characterize` names: by default the whole trace for a CSV or an
 //! SNC-Meister topology, a tailbound scenario's own `[characterize] part`. A scenario's tenants are placed on its own server hosts
 //! (those with storage first; `--servers` at most their number), and the decisions speak the
@@ -17,20 +21,24 @@ use crate::Outcome;
 use anyhow::{bail, Context};
 use clap::Args;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use tailbound_curves::StorageProfile;
 use tailbound_model::units::{format_duration_s, BytesPerSec};
 use tailbound_model::{Bucket, Decisions, Network, Request, Slo, Stage};
 use tailbound_placement::{
-    characterize, parse_workloads_csv, LpStage, Placement, PlacementConfig, Placer, Policy,
-    ServerSpec, Workload,
+    characterize, is_wc_topology, parse_wc_arrival_curve, parse_wc_topology, parse_workloads_csv,
+    wc_curve_file_name, ClientHosts, LpStage, Placement, PlacementConfig, Placer, Policy,
+    ServerSpec, StageCurves, Workload, WorkloadLine,
 };
 use tailbound_scenario::{Models, Scenario, TenantSource};
 use tailbound_trace::Part;
 
 #[derive(Debug, Args)]
 pub struct PlaceArgs {
-    /// workloads: a CSV `name,trace,slo,percentile` or a scenario file
+    /// workloads: a CSV `name,trace,slo,percentile`, a WorkloadCompactor topology (JSON with
+    /// clients, clientVMs and serverVMs) or a scenario file
     pub workloads: PathBuf,
     /// at most this many servers (workloads that do not fit are rejected); 1 to 100000, and
     /// for a scenario at most its server hosts (their number by default)
@@ -61,6 +69,11 @@ pub struct PlaceArgs {
     /// `[characterize] part`
     #[arg(long, value_name = "PART", value_parser = args::characterize())]
     pub characterize: Option<Part>,
+    /// read each workload's r-b curves from WorkloadCompactor's arrival-curve files in this
+    /// folder (its arrivalCurves/: `arrivalCurve<trace file name><networkIn|storageSSD|networkOut>.txt`)
+    /// instead of characterizing its trace; a CSV or topology only
+    #[arg(long, value_name = "DIR")]
+    pub curves: Option<PathBuf>,
     /// print JSON on stdout instead of a table
     #[arg(long)]
     pub json: bool,
@@ -74,8 +87,11 @@ pub struct PlaceArgs {
 pub struct PlacedWorkload {
     pub name: String,
     pub slo_s: f64,
-    /// `server<k>`; `None`: rejected
+    /// `server<k>` (a topology's or scenario's host name); `None`: rejected
     pub server: Option<String>,
+    /// the client host and VM it runs in (WorkloadCompactor topologies only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<tailbound_placement::ClientVm>,
     pub priority: Option<u32>,
     /// per stage (`net-in`, `storage`, `net-out`, `client-in`): [rate [work/s], burst [work]]
     pub limits: Vec<StageLimitReport>,
@@ -103,11 +119,18 @@ pub struct PlaceReport {
     pub decisions: Decisions,
 }
 
-/// A workload read from the input, with the requests that characterize it.
+/// A workload read from the input, with what characterizes it.
 struct Input {
     name: String,
     slo: Slo,
-    requests: Vec<Request>,
+    traffic: Traffic,
+}
+
+/// The requests that characterize a workload (shared by the workloads that name the same
+/// trace: each is read and characterized once), or its curves as given.
+enum Traffic {
+    Requests(Rc<Vec<Request>>),
+    Curves(StageCurves),
 }
 
 fn part_of(
@@ -121,20 +144,108 @@ fn part_of(
     Ok(chosen.requests)
 }
 
-fn read_csv(path: &Path, part: Part) -> anyhow::Result<Vec<Input>> {
-    let text = super::read_input(path, "workloads")?;
+/// The workloads of a CSV or topology, their traces read relative to its folder, each trace
+/// once; with `curves`, their r-b curves read from WorkloadCompactor's arrival-curve files in
+/// that folder instead (the traces are not read).
+fn read_lines(
+    path: &Path,
+    lines: Vec<WorkloadLine>,
+    part: Part,
+    curves: Option<&Path>,
+) -> anyhow::Result<Vec<Input>> {
     let dir = path.parent().unwrap_or(Path::new("."));
+    let mut traces: HashMap<PathBuf, Rc<Vec<Request>>> = HashMap::new();
     let mut out = Vec::new();
-    for w in parse_workloads_csv(path, &text)? {
+    for w in lines {
         let at = || format!("{}:{}", path.display(), w.line);
-        let trace = load_trace(&dir.join(&w.trace)).with_context(at)?;
+        let traffic = match curves {
+            Some(curves) => Traffic::Curves(read_wc_curves(curves, &w.trace).with_context(at)?),
+            None => {
+                let file = dir.join(&w.trace);
+                let requests = match traces.get(&file) {
+                    Some(r) => Rc::clone(r),
+                    None => {
+                        let trace = load_trace(&file).with_context(at)?;
+                        let r = Rc::new(part_of(&trace, part, &at())?);
+                        traces.insert(file, Rc::clone(&r));
+                        r
+                    }
+                };
+                Traffic::Requests(requests)
+            }
+        };
         out.push(Input {
-            requests: part_of(&trace, part, &at())?,
+            traffic,
             name: w.name,
             slo: w.slo,
         });
     }
     Ok(out)
+}
+
+/// A workload's r-b curves from the original's arrival-curve files under `dir`
+/// (`arrivalCurve<trace file name><networkIn|storageSSD|networkOut>.txt`).
+fn read_wc_curves(dir: &Path, trace: &Path) -> anyhow::Result<StageCurves> {
+    let curve = |stage: Stage| -> anyhow::Result<tailbound_model::RbCurve> {
+        let Some(name) = wc_curve_file_name(trace, stage) else {
+            bail!(
+                "trace {} has no file name to find its arrival curves by",
+                trace.display()
+            );
+        };
+        let file = dir.join(name);
+        let text = super::read_input(&file, "arrival curve")?;
+        Ok(parse_wc_arrival_curve(&file, &text)?)
+    };
+    Ok(StageCurves {
+        net_in: curve(Stage::NetIn)?,
+        storage: curve(Stage::Storage)?,
+        net_out: curve(Stage::NetOut)?,
+    })
+}
+
+/// A WorkloadCompactor topology: its servers and client hosts stand in for the placer's.
+struct Topology {
+    servers: Vec<String>,
+    client_hosts: ClientHosts,
+}
+
+fn read_workloads(
+    path: &Path,
+    part: Part,
+    curves: Option<&Path>,
+) -> anyhow::Result<(Vec<Input>, Option<Topology>)> {
+    let text = super::read_input(path, "workloads")?;
+    let is_csv = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    if is_csv {
+        let lines = parse_workloads_csv(path, &text)?;
+        return Ok((read_lines(path, lines, part, curves)?, None));
+    }
+    let t = parse_wc_topology(path, &text)?;
+    let inputs = read_lines(path, t.workloads, part, curves)?;
+    Ok((
+        inputs,
+        Some(Topology {
+            servers: t.servers,
+            client_hosts: t.client_hosts,
+        }),
+    ))
+}
+
+/// Whether `path` is a workloads CSV or a WorkloadCompactor topology (rather than a scenario).
+fn is_workload_list(path: &Path) -> anyhow::Result<bool> {
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
+        return Ok(true);
+    }
+    let is_json = path
+        .extension()
+        .is_none_or(|e| !e.eq_ignore_ascii_case("toml"));
+    Ok(is_json && is_wc_topology(&super::read_input(path, "workloads")?))
 }
 
 fn read_scenario(path: &Path, part: Option<Part>) -> anyhow::Result<(Vec<Input>, Scenario)> {
@@ -155,7 +266,7 @@ fn read_scenario(path: &Path, part: Option<Part>) -> anyhow::Result<(Vec<Input>,
         out.push(Input {
             name: spec.name.clone(),
             slo: spec.slo,
-            requests: part_of(&trace, part, &origin)?,
+            traffic: Traffic::Requests(Rc::new(part_of(&trace, part, &origin)?)),
         });
     }
     Ok((out, sc))
@@ -241,28 +352,35 @@ fn flows_of(net: &Network, tenant: usize) -> impl Iterator<Item = usize> + '_ {
 }
 
 pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
-    let is_csv = a
-        .workloads
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let (inputs, scenario) = if is_csv {
+    let (inputs, scenario, topology) = if is_workload_list(&a.workloads)? {
         let part = a.characterize.unwrap_or(Part::Whole);
-        (read_csv(&a.workloads, part)?, None)
+        let (inputs, topology) = read_workloads(&a.workloads, part, a.curves.as_deref())?;
+        (inputs, None, topology)
     } else {
+        if let Some(c) = &a.curves {
+            bail!(
+                "--curves {}: only a workloads CSV or a WorkloadCompactor topology takes \
+                 arrival-curve files; {} is a scenario",
+                c.display(),
+                a.workloads.display()
+            );
+        }
         let part = super::characterized_part(&a.workloads, a.characterize)?;
         let (inputs, sc) = read_scenario(&a.workloads, part)?;
-        (inputs, Some(sc))
+        (inputs, Some(sc), None)
     };
     // a scenario's tenants are placed on its own server hosts
     let servers = scenario.as_ref().map(|sc| candidate_servers(&sc.network));
-    let max_servers = match (&servers, a.servers) {
-        (Some(s), Some(n)) if n > s.len() => bail!(
-            "--servers {n}: {} has {} server hosts; give at most {}",
+    let host_count = servers
+        .as_ref()
+        .map(Vec::len)
+        .or(topology.as_ref().map(|t| t.servers.len()));
+    let max_servers = match (host_count, a.servers) {
+        (Some(s), Some(n)) if n > s => bail!(
+            "--servers {n}: {} has {s} server hosts; give at most {s}",
             a.workloads.display(),
-            s.len(),
-            s.len()
         ),
-        (Some(s), None) => Some(s.len()),
+        (Some(s), None) => Some(s),
         (_, n) => n,
     };
     let profile = match &a.profile {
@@ -280,6 +398,9 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
         safety_margin: a.margin,
         max_servers,
     })?;
+    if let Some(t) = &topology {
+        placer = placer.with_client_hosts(t.client_hosts.clone())?;
+    }
     let bar = progress(inputs.len() as u64, a.json, "place");
     let mut rejected = 0;
     let slos: std::collections::HashMap<String, f64> = inputs
@@ -292,8 +413,20 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
             a.workloads.display()
         );
     }
+    // workloads that share a trace share its curves
+    let mut characterized: HashMap<*const Vec<Request>, StageCurves> = HashMap::new();
     for input in inputs {
-        let curves = characterize(&input.name, &input.requests, &profile, a.max_segments)?;
+        let curves = match input.traffic {
+            Traffic::Curves(c) => c,
+            Traffic::Requests(r) => match characterized.get(&Rc::as_ptr(&r)) {
+                Some(c) => c.clone(),
+                None => {
+                    let c = characterize(&input.name, &r, &profile, a.max_segments)?;
+                    characterized.insert(Rc::as_ptr(&r), c.clone());
+                    c
+                }
+            },
+        };
         let (_, outcome) = placer.arrive(Workload {
             name: input.name,
             slo: input.slo,
@@ -320,7 +453,18 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
                 &a.workloads,
             )?
         }
-        _ => placer.decisions(),
+        _ => {
+            let mut d = placer.decisions();
+            if let Some(t) = &topology {
+                // placement server k is the topology's k-th server in first-fit order
+                for td in &mut d.tenants {
+                    if let Some(a) = assignments.iter().find(|a| a.name == td.name) {
+                        td.server = t.servers.get(a.server).cloned();
+                    }
+                }
+            }
+            d
+        }
     };
     let workloads: Vec<PlacedWorkload> = decisions
         .tenants
@@ -331,6 +475,7 @@ pub fn run(a: PlaceArgs) -> anyhow::Result<Outcome> {
                 name: t.name.clone(),
                 slo_s: slos.get(&t.name).copied().unwrap_or_default(),
                 server: t.server.clone(),
+                client: a.and_then(|a| a.client.clone()),
                 priority: t.priority,
                 limits: a
                     .map(|a| {

@@ -112,7 +112,7 @@ pub fn token(token_file: Option<&std::path::Path>) -> anyhow::Result<String> {
     }
 }
 
-fn client(c: &Conn) -> anyhow::Result<ServiceClient> {
+pub(crate) fn client(c: &Conn) -> anyhow::Result<ServiceClient> {
     let token = Some(token(c.token_file.as_deref())?);
     if !(c.timeout.is_finite() && c.timeout > 0.0 && c.timeout <= 3600.0) {
         bail!("--timeout {}: expected 0 to 3600 seconds", c.timeout);
@@ -120,7 +120,7 @@ fn client(c: &Conn) -> anyhow::Result<ServiceClient> {
     ServiceClient::new(&c.server, token, Duration::from_secs_f64(c.timeout)).context("--server")
 }
 
-fn call<T: serde::de::DeserializeOwned>(
+pub(crate) fn call<T: serde::de::DeserializeOwned>(
     c: &ServiceClient,
     method: Method,
     path: &str,

@@ -205,3 +205,126 @@ fn place_characterizes_the_whole_trace_unless_told() {
     assert_eq!(default, limits(&["--characterize", "whole"]));
     assert_ne!(default, limits(&["--characterize", "first-half"]));
 }
+
+/// A WorkloadCompactor topology (clients, clientVMs, serverVMs) with `n` clients on the
+/// production traces; `trace` names each client's trace.
+fn wc_topology(
+    dir: &std::path::Path,
+    n: usize,
+    trace: impl Fn(usize) -> String,
+) -> std::path::PathBuf {
+    let clients: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let slo = [0.1, 0.2, 0.45][i % 3];
+            serde_json::json!({"name": format!("C{i}"), "SLO": slo, "trace": trace(i)})
+        })
+        .collect();
+    let client_vms: Vec<serde_json::Value> = (0..3)
+        .flat_map(|h| (0..4).map(move |v| serde_json::json!({"clientHost": format!("client{h:03}"), "clientVM": v.to_string()})))
+        .collect();
+    let topo = serde_json::json!({
+        "addrPrefix": "x", "enforce": false, "clients": clients, "clientVMs": client_vms,
+        "serverVMs": [
+            {"serverHost": "server002", "serverVM": "1"},
+            {"serverHost": "server000", "serverVM": "1"},
+            {"serverHost": "server001", "serverVM": "1"}
+        ]
+    });
+    let path = dir.join("topo.txt");
+    std::fs::write(&path, serde_json::to_string_pretty(&topo).unwrap()).unwrap();
+    path
+}
+
+/// Item 3 of issue 28: the original's topology is read as it is; each server's workloads share
+/// one client host no other server uses, servers are the topology's hosts in its first-fit
+/// order, and the original's cached arrival curves (`--curves`) stand in for the traces.
+#[test]
+fn place_reads_a_workload_compactor_topology_and_its_arrival_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = tailbound_trace::list_traces(&tailbound_testdata::production_dir()).unwrap();
+    let path = wc_topology(dir.path(), 8, |i| traces[i].display().to_string());
+    let check = |r: &PlaceReport| {
+        assert!(r.servers_used >= 1 && r.servers_used <= 3, "{r:?}");
+        let mut host_of = std::collections::BTreeMap::new();
+        for w in r.workloads.iter().filter(|w| w.server.is_some()) {
+            let server = w.server.clone().unwrap();
+            assert!(server.starts_with("server00"), "{server}");
+            let client = w.client.clone().expect("a client VM");
+            let host = host_of
+                .entry(server.clone())
+                .or_insert_with(|| client.host.clone());
+            assert_eq!(*host, client.host, "{server}'s workloads span client hosts");
+        }
+        let hosts: std::collections::BTreeSet<_> = host_of.values().collect();
+        assert_eq!(
+            hosts.len(),
+            host_of.len(),
+            "a client host serves two servers: {host_of:?}"
+        );
+        // first-fit opens the topology's servers in host-name order
+        assert!(host_of.contains_key("server000"), "{host_of:?}");
+    };
+    let report: PlaceReport = json(&["place", path.to_str().unwrap(), "--json"]);
+    assert_eq!(report.placed + report.rejected, 8);
+    check(&report);
+    // the same clients from the original's arrival-curve files: the traces are not read
+    let curves = dir.path().join("arrivalCurves");
+    std::fs::create_dir(&curves).unwrap();
+    let reference = tailbound_testdata::reference_dir().join("workload-compactor/arrival-curves");
+    for t in &traces[..8] {
+        let stem = t.file_stem().unwrap().to_str().unwrap();
+        let name = t.file_name().unwrap().to_str().unwrap();
+        for kind in ["networkIn", "storageSSD", "networkOut"] {
+            std::fs::copy(
+                reference.join(format!("{stem}.{kind}.txt")),
+                curves.join(format!("arrivalCurve{name}{kind}.txt")),
+            )
+            .unwrap();
+        }
+    }
+    let gone = wc_topology(dir.path(), 8, |i| {
+        format!(
+            "no-such-dir/{}",
+            traces[i].file_name().unwrap().to_str().unwrap()
+        )
+    });
+    let from_curves: PlaceReport = json(&[
+        "place",
+        gone.to_str().unwrap(),
+        "--curves",
+        curves.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(from_curves.placed + from_curves.rejected, 8);
+    check(&from_curves);
+    // a missing curve names the file and the client's line
+    std::fs::remove_file(curves.join(format!(
+        "arrivalCurve{}storageSSD.txt",
+        traces[3].file_name().unwrap().to_str().unwrap()
+    )))
+    .unwrap();
+    let out = tailbound(&[
+        "place",
+        gone.to_str().unwrap(),
+        "--curves",
+        curves.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("topo.txt:") && err.contains("storageSSD.txt"),
+        "{err}"
+    );
+    // a bad SLO names the file, the line and the client
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replacen("0.1", "-0.1", 1);
+    std::fs::write(&path, text).unwrap();
+    let out = tailbound(&["place", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("topo.txt:") && err.contains("client 0 (\"C0\"): SLO -0.1"),
+        "{err}"
+    );
+}

@@ -276,3 +276,94 @@ fn tenant_add_rm_ls_talk_to_the_service() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no token"), "{}", stderr(&out));
 }
+
+#[test]
+fn host_add_ls_token_talk_to_the_service() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, ADMIN).unwrap();
+    let (_child, url) = start(&db, &token);
+    let tok = token.to_str().unwrap();
+    let host = |args: &[&str]| {
+        let mut all = vec!["host"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--server", &url, "--token-file", tok]);
+        tailbound(&all)
+    };
+    let out = host(&["add", "c0", "--link", "1Gbit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "added host c0: link 125000000 bytes/s each way, no storage\n"
+    );
+    let out = host(&[
+        "add",
+        "s0",
+        "--link",
+        "12500000",
+        "--storage",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s0: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&s0["format"], &s0["link_bytes_per_s"], &s0["storage_rate"]),
+        (&json!("tailbound.host/1"), &json!(12500000.0), &json!(1.0))
+    );
+    let out = host(&["ls", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["format"], "tailbound.host-list/1");
+    let names: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c0", "s0"]);
+
+    // a host token reads its host's decisions, not another's; a new one replaces it
+    let issue = || {
+        let out = host(&["token", "c0"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let t = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        assert!(t.starts_with("tb_") && !t.contains(' '), "{t:?}");
+        t
+    };
+    let first = issue();
+    let status_of = |t: &str, path: &str| {
+        let c = ServiceClient::new(&url, Some(t.into()), Duration::from_secs(60)).unwrap();
+        match rt().block_on(c.call::<Value>(Method::GET, path, None::<&()>)) {
+            Ok((s, _)) => s,
+            Err(tailbound_service::client::ClientError::Refused { status, .. }) => status,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(status_of(&first, "/v1/hosts/c0/decisions"), 200);
+    assert_eq!(status_of(&first, "/v1/hosts/s0/decisions"), 403);
+    let second = issue();
+    assert_ne!(first, second);
+    assert_eq!(status_of(&first, "/v1/hosts/c0/decisions"), 401);
+    assert_eq!(status_of(&second, "/v1/hosts/c0/decisions"), 200);
+
+    // errors name the field or the host, exit 2
+    let out = host(&["add", "c1", "--link", "fast"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("link") && stderr(&out).contains("fast"),
+        "{}",
+        stderr(&out)
+    );
+    let out = host(&["token", "nohost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("404") && stderr(&out).contains("nohost"),
+        "{}",
+        stderr(&out)
+    );
+    let out = host(&["token", "../tenants"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("\"../tenants\""), "{}", stderr(&out));
+}

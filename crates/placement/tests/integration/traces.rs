@@ -5,7 +5,8 @@ use tailbound_curves::StorageProfile;
 use tailbound_model::Slo;
 use tailbound_placement::lp::{bounds, LpSolution};
 use tailbound_placement::{
-    characterize, LpStage, Placement, PlacementConfig, Placer, Policy, Workload,
+    characterize, ClientHost, ClientHosts, ClientNic, LpStage, Placement, PlacementConfig, Placer,
+    Policy, Workload,
 };
 
 fn workloads(n: usize) -> Vec<Workload> {
@@ -30,6 +31,10 @@ fn workloads(n: usize) -> Vec<Workload> {
 
 /// Every server's limits, checked with the calculus against the SLOs.
 fn check_servers(placer: &Placer, ws: &[Workload]) {
+    check_servers_with(placer, ws, ClientNic::Own)
+}
+
+fn check_servers_with(placer: &Placer, ws: &[Workload], client_nic: ClientNic) {
     let a = placer.assignments();
     let servers: std::collections::BTreeSet<usize> = a.iter().map(|x| x.server).collect();
     for k in servers {
@@ -50,6 +55,7 @@ fn check_servers(placer: &Placer, ws: &[Workload]) {
             buckets: on.iter().map(|x| x.buckets).collect(),
             levels,
             rate_sums: [0.0; 3],
+            client_nic,
         };
         for ((x, slo), bound) in on.iter().zip(&slos).zip(bounds(&sol).unwrap()) {
             assert!(
@@ -158,4 +164,107 @@ fn a_safety_margin_never_packs_tighter() {
         s1 + r1 >= s0 + r0,
         "margin 0.3: {s1}+{r1} vs none: {s0}+{r0}"
     );
+}
+
+fn client_hosts(hosts: usize, vms: usize) -> ClientHosts {
+    ClientHosts::new(
+        (0..hosts)
+            .map(|h| ClientHost {
+                name: format!("client{h:03}"),
+                vms: (0..vms).map(|v| v.to_string()).collect(),
+            })
+            .collect(),
+    )
+    .unwrap()
+}
+
+/// WorkloadCompactor's topology: a server's workloads share one client host, whose NICs add
+/// nothing (the tandem pairs), so no fewer workloads placed and, placing as many, no more
+/// servers than with a client NIC per workload; every
+/// bound still holds by the calculus with the tandem model, and each server's workloads run
+/// on one host no other server uses.
+#[test]
+fn shared_client_hosts_group_by_server_and_need_no_more_servers() {
+    let ws = workloads(24);
+    for policy in [
+        Policy::CompactorFff,
+        Policy::Baseline(tailbound_placement::BaselineRule::Knee),
+    ] {
+        let mut own = Placer::new(PlacementConfig::new(policy)).unwrap();
+        let mut shared = Placer::new(PlacementConfig::new(policy))
+            .unwrap()
+            .with_client_hosts(client_hosts(24, 15))
+            .unwrap();
+        assert_eq!(shared.client_nic(), ClientNic::Tandem);
+        for w in &ws {
+            own.arrive(w.clone()).unwrap();
+            shared.arrive(w.clone()).unwrap();
+        }
+        check_servers_with(&shared, &ws, ClientNic::Tandem);
+        // the tandem model only drops a term: whatever fits with own client NICs fits here
+        let (placed_own, placed_shared) = (own.assignments().len(), shared.assignments().len());
+        assert!(
+            placed_shared >= placed_own,
+            "{policy}: {placed_shared} < {placed_own}"
+        );
+        if placed_shared == placed_own {
+            assert!(
+                shared.servers_in_use() <= own.servers_in_use(),
+                "{policy}: {} > {}",
+                shared.servers_in_use(),
+                own.servers_in_use()
+            );
+        }
+        let a = shared.assignments();
+        let mut host_of = std::collections::BTreeMap::new();
+        for x in &a {
+            let c = x
+                .client
+                .clone()
+                .expect("every placed workload has a client VM");
+            let host = host_of.entry(x.server).or_insert_with(|| c.host.clone());
+            assert_eq!(*host, c.host, "server {} spans client hosts", x.server);
+        }
+        let hosts: std::collections::BTreeSet<_> = host_of.values().collect();
+        assert_eq!(
+            hosts.len(),
+            host_of.len(),
+            "a client host serves two servers"
+        );
+        for x in &a {
+            assert_eq!(
+                x.buckets[LpStage::ClientIn.index()],
+                x.buckets[LpStage::NetOut.index()]
+            );
+        }
+    }
+}
+
+/// Client VMs are a limit: a server whose host is full takes no more workloads, and without an
+/// unused host no server opens.
+#[test]
+fn full_client_hosts_limit_the_servers() {
+    let ws = workloads(12);
+    let mut p = Placer::new(PlacementConfig::new(Policy::CompactorFff))
+        .unwrap()
+        .with_client_hosts(client_hosts(2, 2))
+        .unwrap();
+    let outcomes: Vec<Placement> = ws.iter().map(|w| p.arrive(w.clone()).unwrap().1).collect();
+    let placed = outcomes
+        .iter()
+        .filter(|o| matches!(o, Placement::Placed { .. }))
+        .count();
+    assert!(
+        (2..=4).contains(&placed),
+        "2 hosts of 2 VMs run at most 4 workloads: {outcomes:?}"
+    );
+    assert!(outcomes.contains(&Placement::NoServer));
+    // a departure frees its VM for the next arrival
+    p.depart(tailbound_placement::WorkloadId(0)).unwrap();
+    let (_, out) = p.arrive(ws[0].clone()).unwrap();
+    assert!(matches!(out, Placement::Placed { .. }), "{out:?}");
+    assert!(Placer::new(PlacementConfig::new(Policy::Compactor))
+        .unwrap()
+        .with_client_hosts(client_hosts(1, 1))
+        .is_ok());
 }
