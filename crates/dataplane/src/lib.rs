@@ -4,7 +4,7 @@
 //! read over netlink, apply in one `tc -batch`, verify, roll back, remove); senders' DSCP marks
 //! ([`tos`]); RDMA detection ([`rdma`]); the memcached text protocol (both halves, an async
 //! client, a load generator and a memcached process: [`memcache`]); open-loop replay clients
-//! ([`replay`]); and the clocks that drive sans-IO state machines at the edge ([`clock`]).
+//! ([`replay`]); EyeQ's receiver and sender agents on real hosts ([`eyeq`]); and the clocks that drive sans-IO state machines at the edge ([`clock`]).
 //!
 //! Policy (whom to admit, which rates) is decided elsewhere (calculus, policy crates); what tc
 //! configuration enforces it is planned in `tailbound-enforce-plan` (no I/O); the `tailbound
@@ -19,6 +19,7 @@
 pub mod blast;
 pub mod clock;
 pub mod error;
+pub mod eyeq;
 pub mod file;
 pub mod memcache;
 pub mod netns;

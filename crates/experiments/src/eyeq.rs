@@ -1,6 +1,6 @@
 //! EyeQ's experiments (shared/papers/eyeq.txt, "Does it work?" and the memcached table),
-//! run on a [`Backend`]: the simulator today ([`Simulator`]), the testbed (real hosts,
-//! memcached) when it plugs in.
+//! run on a [`Backend`]: the simulator ([`Simulator`]) or the testbed (real hosts, memcached:
+//! [`Testbed`]).
 //!
 //! **(a) Throughput** ([`Mode`]: none, static, eyeq). One receiving host with a link of
 //! `link_rate` is shared by two tenants with equal guarantees (each is promised half the
@@ -25,9 +25,18 @@
 //! simulator's clock with a receiver on every link into a host. Seeds draw the blaster's
 //! phase and its datagrams (Poisson while on) and the memcached arrivals.
 //!
+//! **On the testbed** ([`Testbed`]) the hosts are network namespaces, the traffic real (a TCP
+//! connection, a paced UDP blaster, memcached by PID with open-loop clients) and EyeQ runs in
+//! `tailbound_dataplane::eyeq`'s agents; its time constants are scaled
+//! ([`EyeqSetup::testbed`]).
+//!
 //! Feedback overhead is counted from the EyeQ runs of (a) (messages of
-//! [`FEEDBACK_FRAME_BYTES`] each). The limiter's CPU cost is measured by
-//! `cargo bench -p tailbound-shaping --bench eyeq`, not here.
+//! [`FEEDBACK_FRAME_BYTES`] each), with the agents' CPU time on the testbed. The limiter's CPU
+//! cost is measured by `cargo bench -p tailbound-shaping --bench eyeq`, not here.
+
+mod testbed;
+
+pub use testbed::Testbed;
 
 use crate::par_map;
 use rand::{Rng, SeedableRng};
@@ -113,6 +122,17 @@ pub struct EyeqSetup {
     pub latency_duration_s: f64,
     /// worker threads (runs in parallel)
     pub threads: usize,
+    /// EyeQ's rate-controller period T [s] (EyeQ: 200 µs). Every other EyeQ time constant
+    /// (feedback period and bytes, hold, limiter bursts) scales with it.
+    #[serde(default = "default_interval_s")]
+    pub eyeq_interval_s: f64,
+}
+
+/// EyeQ's own rate-controller period [s].
+pub const EYEQ_INTERVAL_S: f64 = 200e-6;
+
+fn default_interval_s() -> f64 {
+    EYEQ_INTERVAL_S
 }
 
 impl Default for EyeqSetup {
@@ -137,11 +157,36 @@ impl Default for EyeqSetup {
             object_bytes: 6144,
             latency_duration_s: 4.0,
             threads: 2,
+            eyeq_interval_s: EYEQ_INTERVAL_S,
         }
     }
 }
 
 impl EyeqSetup {
+    /// The testbed's setup ([`testbed`]): EyeQ's experiment with time × 50 and rates ÷ 10.
+    /// A user-space agent sustains a 10 ms period, not 200 µs, so T = 10 ms and every time
+    /// constant scales with it (blaster on 250 ms, off 750 ms; bins 50 ms); a 100 Mbit/s
+    /// receiving link (senders' NICs 1 Gbit/s, the blaster 250 Mbit/s while on: 2.5× the
+    /// link, as EyeQ's) keeps the packet rates within what two shared cores forward.
+    pub fn testbed() -> EyeqSetup {
+        EyeqSetup {
+            link_rate: 1.25e7,
+            nic_rate: 1.25e8,
+            duration_s: 10.0,
+            bin_s: 0.05,
+            warmup_s: 1.0,
+            blaster_rate: 3.125e7,
+            blaster_on_s: 0.25,
+            blaster_off_s: 0.75,
+            datagram_bytes: 1514,
+            tcp_segment_bytes: 1514,
+            latency_duration_s: 10.0,
+            threads: 1,
+            eyeq_interval_s: 0.01,
+            ..EyeqSetup::default()
+        }
+    }
+
     /// Checks every setting before any run.
     ///
     /// # Errors
@@ -238,6 +283,13 @@ impl EyeqSetup {
         if self.threads == 0 {
             return bad("threads", 0.0, "at least 1 worker thread");
         }
+        if !(self.eyeq_interval_s.is_finite() && (1e-6..=1.0).contains(&self.eyeq_interval_s)) {
+            return bad(
+                "eyeq_interval_s",
+                self.eyeq_interval_s,
+                "a period from 1 µs to 1 s, e.g. 200e-6 (EyeQ) or 0.01 (the testbed)",
+            );
+        }
         Ok(())
     }
 
@@ -246,11 +298,20 @@ impl EyeqSetup {
         self.link_rate / 2.0
     }
 
-    /// EyeQ's parameters on the receiving link.
+    /// EyeQ's parameters on the receiving link, its time constants scaled by
+    /// `eyeq_interval_s` / 200 µs (unchanged at EyeQ's own period).
     pub fn eyeq_config(&self) -> EyeqConfig {
+        let base = EyeqConfig::new(self.link_rate);
+        let k = self.eyeq_interval_s / EYEQ_INTERVAL_S;
+        let ns = |v: u64| (v as f64 * k).round().max(1.0) as u64;
         EyeqConfig {
             capacity_fraction: self.capacity_fraction,
-            ..EyeqConfig::new(self.link_rate)
+            interval_ns: ns(base.interval_ns),
+            feedback_ns: ns(base.feedback_ns),
+            feedback_bytes: ns(base.feedback_bytes),
+            hold_ns: ns(base.hold_ns),
+            burst_s: base.burst_s * k,
+            ..base
         }
     }
 }
@@ -311,15 +372,38 @@ pub struct ThroughputRun {
     pub blaster_on: Vec<(f64, f64)>,
     /// EyeQ feedback messages sent during the run
     pub feedback_messages: u64,
+    /// what the real agents cost (the testbed; `None` in the simulator)
+    pub agents: Option<AgentCost>,
+}
+
+/// What EyeQ's agents did and cost in one testbed run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AgentCost {
+    /// the run's length [s]
+    pub elapsed_s: f64,
+    /// CPU time of the receiver agent [s]
+    pub receiver_cpu_s: f64,
+    /// CPU time of the sender agents and their `tc` processes [s]
+    pub sender_cpu_s: f64,
+    /// packets the receiver agent counted
+    pub packets: u64,
+    /// packets its socket lost before it read them (its counts are short by these)
+    pub socket_drops: u64,
+    /// `tc class change` commands the sender agents issued
+    pub class_changes: u64,
 }
 
 /// What a backend measured in one latency run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyRun {
-    /// every completed memcached request's latency, sorted ascending [ns]
-    pub latencies_ns: Vec<u64>,
-    /// memcached requests lost (a full sender queue)
+    /// completed memcached requests
+    pub requests: usize,
+    /// memcached requests lost (a full sender queue) or failed
     pub dropped: u64,
+    /// median latency [s]
+    pub p50_s: f64,
+    /// 99.9th percentile [s]
+    pub p999_s: f64,
 }
 
 /// Where the experiment runs: the simulator, or real hosts.
@@ -361,6 +445,9 @@ pub struct ThroughputSeed {
     pub blaster_on: Vec<(f64, f64)>,
     /// EyeQ feedback messages per second of the run
     pub feedback_per_s: f64,
+    /// what the real agents cost (the testbed)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<AgentCost>,
 }
 
 /// One mode of (a) over all seeds.
@@ -405,6 +492,12 @@ pub struct FeedbackOverhead {
     pub bytes_per_s: f64,
     /// `bytes_per_s` ÷ the receiving link's rate
     pub fraction_of_link: f64,
+    /// the receiver agent's CPU time per second of run (the testbed) [s/s]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu_per_s: Option<f64>,
+    /// the sender agents' CPU time (with their `tc`) per second of run (the testbed) [s/s]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_cpu_per_s: Option<f64>,
 }
 
 /// One acceptance check of issue 23.
@@ -500,10 +593,10 @@ pub fn run(
             (Job::Latency(row, seed), Done::Latency(run)) => {
                 let s = LatencySeed {
                     seed,
-                    requests: run.latencies_ns.len(),
+                    requests: run.requests,
                     dropped: run.dropped,
-                    p50_s: quantile_s(&run.latencies_ns, 0.5),
-                    p999_s: quantile_s(&run.latencies_ns, 1e-3),
+                    p50_s: run.p50_s,
+                    p999_s: run.p999_s,
                 };
                 match latency.iter_mut().find(|r| r.row == row) {
                     Some(r) => r.seeds.push(s),
@@ -533,10 +626,16 @@ pub fn run(
     let feedback = throughput.iter().find(|m| m.mode == Mode::Eyeq).map(|m| {
         let messages_per_s = mean(m.seeds.iter().map(|s| s.feedback_per_s));
         let bytes_per_s = messages_per_s * FEEDBACK_FRAME_BYTES as f64;
+        let costs: Vec<AgentCost> = m.seeds.iter().filter_map(|s| s.agents).collect();
+        let per_s = |f: fn(&AgentCost) -> f64| {
+            (!costs.is_empty()).then(|| mean(costs.iter().map(|c| f(c) / c.elapsed_s.max(1e-9))))
+        };
         FeedbackOverhead {
             messages_per_s,
             bytes_per_s,
             fraction_of_link: bytes_per_s / setup.link_rate,
+            receiver_cpu_per_s: per_s(|c| c.receiver_cpu_s),
+            sender_cpu_per_s: per_s(|c| c.sender_cpu_s),
         }
     });
     let mut exp = EyeqExperiment {
@@ -621,6 +720,7 @@ fn throughput_seed(setup: &EyeqSetup, seed: u64, run: &ThroughputRun) -> Through
         blaster_rate: rate(&run.blaster_bytes),
         blaster_on: run.blaster_on.clone(),
         feedback_per_s: run.feedback_messages as f64 / setup.duration_s,
+        agents: run.agents,
     }
 }
 
@@ -724,30 +824,49 @@ pub struct Simulator;
 /// a phase drawn from the seed.
 fn blaster(setup: &EyeqSetup, seed: u64, duration_s: f64) -> (Vec<Request>, Vec<(f64, f64)>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xb1a5_7e55);
+    let on = on_periods(setup, &mut rng, duration_s);
+    let per_s = setup.blaster_rate / setup.datagram_bytes as f64;
+    let mut reqs = Vec::new();
+    for &(a, b) in &on {
+        let mut t = a;
+        loop {
+            t += -(1.0 - rng.gen::<f64>()).ln() / per_s;
+            if t >= b {
+                break;
+            }
+            reqs.push(Request {
+                arrival_ns: (t * NS_PER_S).round() as u64,
+                size_bytes: setup.datagram_bytes,
+                op: Op::Put,
+            });
+        }
+    }
+    (reqs, on)
+}
+
+/// The blaster's on periods within `[0, duration_s)` [s], with a phase drawn from `rng` (its
+/// first draw of the seed's stream).
+fn on_periods(setup: &EyeqSetup, rng: &mut ChaCha8Rng, duration_s: f64) -> Vec<(f64, f64)> {
     let period = setup.blaster_on_s + setup.blaster_off_s;
     let mut start = rng.gen::<f64>() * period - period;
-    let per_s = setup.blaster_rate / setup.datagram_bytes as f64;
-    let (mut reqs, mut on) = (Vec::new(), Vec::new());
+    let mut on = Vec::new();
     while start < duration_s {
         let (a, b) = (start.max(0.0), (start + setup.blaster_on_s).min(duration_s));
         if a < b {
             on.push((a, b));
-            let mut t = a;
-            loop {
-                t += -(1.0 - rng.gen::<f64>()).ln() / per_s;
-                if t >= b {
-                    break;
-                }
-                reqs.push(Request {
-                    arrival_ns: (t * NS_PER_S).round() as u64,
-                    size_bytes: setup.datagram_bytes,
-                    op: Op::Put,
-                });
-            }
         }
         start += period;
     }
-    (reqs, on)
+    on
+}
+
+/// The blaster's on periods for `seed` (the same as the simulator's for that seed).
+fn blaster_on_periods(setup: &EyeqSetup, seed: u64, duration_s: f64) -> Vec<(f64, f64)> {
+    on_periods(
+        setup,
+        &mut ChaCha8Rng::seed_from_u64(seed ^ 0xb1a5_7e55),
+        duration_s,
+    )
 }
 
 /// A network of queues and single-priority tenants; `flows[t]` lists tenant t's stages as
@@ -868,6 +987,7 @@ impl Backend for Simulator {
                 .iter()
                 .map(|e| e.stats.limits + e.stats.releases)
                 .sum(),
+            agents: None,
         })
     }
 
@@ -931,10 +1051,13 @@ impl Backend for Simulator {
             shaper_queue_bytes: Some(setup.sender_queue_bytes as f64),
             ..SimConfig::default()
         };
-        let mut r = simulate(&net, &workloads, &cfg)?;
+        let r = simulate(&net, &workloads, &cfg)?;
+        let t = &r.tenants[0];
         Ok(LatencyRun {
-            latencies_ns: std::mem::take(&mut r.tenants[0].latencies_ns),
-            dropped: r.tenants[0].dropped,
+            requests: t.latencies_ns.len(),
+            dropped: t.dropped,
+            p50_s: quantile_s(&t.latencies_ns, 0.5),
+            p999_s: quantile_s(&t.latencies_ns, 1e-3),
         })
     }
 }
@@ -1011,6 +1134,7 @@ mod tests {
             blaster_bytes: vec![0, 625_000, 0, 0],
             blaster_on: vec![(0.005, 0.025)],
             feedback_messages: 4,
+            agents: None,
         };
         let t = throughput_seed(&s, 1, &run);
         assert!((t.share_of_guarantee - 0.5).abs() < 1e-12, "{t:?}");

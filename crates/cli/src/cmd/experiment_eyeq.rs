@@ -1,13 +1,16 @@
 //! `tailbound experiment eyeq`: EyeQ's throughput demo — a TCP tenant beside a bursty UDP
 //! blaster, with and without EyeQ — and its memcached table (p50 and p99.9 alone, alone with
-//! EyeQ, with interference, with interference and EyeQ), in the simulator. Exit 1 when one
-//! of issue 23's checks fails (see `tailbound_experiments::eyeq`).
+//! EyeQ, with interference, with interference and EyeQ), in the simulator or, with
+//! `--testbed`, on real hosts (network namespaces, EyeQ's agents, memcached; needs root). Exit 1
+//! when one of issue 23's checks fails (see `tailbound_experiments::eyeq`).
 
 use super::{progress, ExperimentOutput};
 use crate::table::render;
 use crate::Outcome;
 use clap::Args;
-use tailbound_experiments::eyeq::{run, EyeqExperiment, EyeqSetup, Mode, Row, Simulator};
+use tailbound_experiments::eyeq::{
+    run, Backend, EyeqExperiment, EyeqSetup, Mode, Row, Simulator, Testbed,
+};
 use tailbound_model::units::{BytesPerSec, Seconds};
 use tailbound_plot::{Chart, Figure, Scale, Series};
 
@@ -23,28 +26,39 @@ pub struct EyeqArgs {
     #[arg(long, value_delimiter = ',',
           default_values = ["alone", "alone_eyeq", "interference", "interference_eyeq"])]
     pub rows: Vec<Row>,
-    /// the receiving host's link rate
-    #[arg(long, default_value = "1Gbit")]
-    pub link: BytesPerSec,
-    /// every sending host's NIC rate
-    #[arg(long, default_value = "10Gbit")]
-    pub nic: BytesPerSec,
+    /// run on real hosts (network namespaces on this machine, EyeQ's agents, memcached by
+    /// PID; needs root) instead of the simulator; changes the defaults below to the testbed's
+    /// (EyeQ's time constants × 50, rates ÷ 10)
+    #[arg(long)]
+    pub testbed: bool,
+    /// the receiving host's link rate [default: 1Gbit; testbed 100Mbit]
+    #[arg(long)]
+    pub link: Option<BytesPerSec>,
+    /// every sending host's NIC rate [default: 10Gbit; testbed 1Gbit]
+    #[arg(long)]
+    pub nic: Option<BytesPerSec>,
     /// EyeQ's capacity C as a fraction of the link rate
     #[arg(long, default_value_t = 0.98)]
     pub capacity: f64,
-    /// the blaster's rate while on (EyeQ: 2.5 Gbit/s, on 5 ms, off 15 ms)
-    #[arg(long, default_value = "2.5Gbit")]
-    pub blaster_rate: BytesPerSec,
-    /// (a) simulated time per run
-    #[arg(long, default_value = "1s")]
-    pub duration: Seconds,
-    /// (a) time not counted towards the shares at the start of each run
-    #[arg(long, default_value = "100ms")]
-    pub warmup: Seconds,
-    /// (b) simulated time per run
-    #[arg(long, default_value = "4s")]
-    pub latency_duration: Seconds,
-    /// worker threads
+    /// the blaster's rate while on (EyeQ: 2.5 Gbit/s, on 5 ms, off 15 ms) [default: 2.5Gbit;
+    /// testbed 250Mbit, on 250 ms, off 750 ms]
+    #[arg(long)]
+    pub blaster_rate: Option<BytesPerSec>,
+    /// EyeQ's rate-controller period T; its other time constants scale with it [default:
+    /// 200us (EyeQ's); testbed 10ms]
+    #[arg(long)]
+    pub interval: Option<Seconds>,
+    /// (a) time per run [default: 1s; testbed 10s]
+    #[arg(long)]
+    pub duration: Option<Seconds>,
+    /// (a) time not counted towards the shares at the start of each run [default: 100ms;
+    /// testbed 1s]
+    #[arg(long)]
+    pub warmup: Option<Seconds>,
+    /// (b) time per run [default: 4s; testbed 10s]
+    #[arg(long)]
+    pub latency_duration: Option<Seconds>,
+    /// worker threads (the testbed runs one experiment at a time)
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
     #[command(flatten)]
@@ -54,16 +68,24 @@ pub struct EyeqArgs {
 impl EyeqArgs {
     /// The setup, checked before any run.
     fn setup(&self) -> anyhow::Result<EyeqSetup> {
+        let base = if self.testbed {
+            EyeqSetup::testbed()
+        } else {
+            EyeqSetup::default()
+        };
         let setup = EyeqSetup {
-            link_rate: self.link.0,
-            nic_rate: self.nic.0,
+            link_rate: self.link.map_or(base.link_rate, |r| r.0),
+            nic_rate: self.nic.map_or(base.nic_rate, |r| r.0),
             capacity_fraction: self.capacity,
-            blaster_rate: self.blaster_rate.0,
-            duration_s: self.duration.0,
-            warmup_s: self.warmup.0,
-            latency_duration_s: self.latency_duration.0,
-            threads: self.threads,
-            ..EyeqSetup::default()
+            blaster_rate: self.blaster_rate.map_or(base.blaster_rate, |r| r.0),
+            eyeq_interval_s: self.interval.map_or(base.eyeq_interval_s, |t| t.0),
+            duration_s: self.duration.map_or(base.duration_s, |t| t.0),
+            warmup_s: self.warmup.map_or(base.warmup_s, |t| t.0),
+            latency_duration_s: self
+                .latency_duration
+                .map_or(base.latency_duration_s, |t| t.0),
+            threads: if self.testbed { 1 } else { self.threads },
+            ..base
         };
         setup.validate()?;
         Ok(setup)
@@ -73,10 +95,18 @@ impl EyeqArgs {
 pub fn run_eyeq(a: EyeqArgs) -> anyhow::Result<Outcome> {
     let setup = a.setup()?;
     let runs = (a.seeds.len() * (a.modes.len() + a.rows.len())) as u64;
-    let bar = progress(runs, a.output.json, "simulating");
-    let exp = run(&Simulator, &setup, &a.seeds, &a.modes, &a.rows, || {
-        bar.inc(1)
-    })?;
+    let testbed = Testbed::default();
+    let backend: &dyn Backend = if a.testbed {
+        if !a.rows.is_empty() {
+            tailbound_testbed::memcached::check_binary(&testbed.memcached)?;
+        }
+        &testbed
+    } else {
+        &Simulator
+    };
+    let what = if a.testbed { "running" } else { "simulating" };
+    let bar = progress(runs, a.output.json, what);
+    let exp = run(backend, &setup, &a.seeds, &a.modes, &a.rows, || bar.inc(1))?;
     bar.finish_and_clear();
     a.output.emit(&exp, || figure(&exp), || table(&exp))?;
     Ok(if exp.holds() {
@@ -163,6 +193,13 @@ fn table(exp: &EyeqExperiment) -> String {
             f.bytes_per_s,
             f.fraction_of_link * 100.0
         );
+        if let (Some(r), Some(s)) = (f.receiver_cpu_per_s, f.sender_cpu_per_s) {
+            out += &format!(
+                "EyeQ agents' CPU: receiver {:.1} ms/s, senders (with tc) {:.1} ms/s\n",
+                r * 1e3,
+                s * 1e3
+            );
+        }
     }
     for c in &exp.checks {
         out += &format!(

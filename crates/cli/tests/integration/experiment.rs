@@ -220,6 +220,8 @@ fn eyeq_rejects_bad_flags_before_running() {
         ("--capacity", "1.5", "capacity_fraction = 1.5"),
         ("--modes", "eyeq,strict", "none, static, eyeq"),
         ("--warmup", "2s", "warmup_s"),
+        ("--interval", "5s", "eyeq_interval_s"),
+        ("--testbed", "--warmup=20s", "warmup_s"),
     ] {
         let res = crate::common::tailbound(&["experiment", "eyeq", flag, value]);
         assert_eq!(res.status.code(), Some(2), "{flag} {value}");

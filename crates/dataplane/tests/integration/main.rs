@@ -1,6 +1,7 @@
 //! Real exchanges over loopback and between network namespaces, with small counts; tc
-//! enforcement on real interfaces in namespaces.
+//! enforcement on real interfaces in namespaces; EyeQ's agents.
 
+mod eyeq;
 mod loopback;
 mod memcache;
 mod netns;

@@ -1,0 +1,373 @@
+//! The receiver agent: a packet socket on the receiving host's interface feeding
+//! `tailbound_shaping::eyeq::Receiver`, feedback out in UDP datagrams. See the module docs of
+//! [`crate::eyeq`].
+
+use super::{io_error, thread_cpu_s, wire, AgentThread, EyeqAgentError};
+use crate::netns;
+use std::ffi::CString;
+use std::io::ErrorKind;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tailbound_shaping::eyeq::{EyeqConfig, Receiver, ReceiverStats};
+
+/// Ethernet header bytes, which the packet socket strips and HTB counts: lengths are reported
+/// as frames, the unit the links are shaped in.
+const ETH_HLEN: u64 = 14;
+/// The most bins one report holds.
+const MAX_BINS: u64 = 1_000_000;
+/// How long a read waits before the agent closes intervals and checks for a stop.
+const POLL: Duration = Duration::from_millis(2);
+
+/// What a [`ReceiverAgent`] watches and whom it tells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiverSpec {
+    /// the receiving host's namespace
+    pub netns: String,
+    /// its interface (e.g. [`netns::HOST_IFACE`])
+    pub iface: String,
+    /// tenant `t` is every packet to `tenants[t]` (each tenant VM has its own address)
+    pub tenants: Vec<Ipv4Addr>,
+    /// their guarantee weights, one per tenant
+    pub weights: Vec<f64>,
+    /// EyeQ's parameters for the receiving link
+    pub config: EyeqConfig,
+    /// send the feedback; `false`: only measure (what EyeQ decides is still computed and
+    /// counted, nobody is told)
+    pub feedback: bool,
+    /// the senders' feedback port ([`wire::PORT`])
+    pub feedback_port: u16,
+    /// bins of the per-tenant byte series [ns]
+    pub bin_ns: u64,
+    /// the agent stops by itself after this long
+    pub max_duration: Duration,
+}
+
+/// What a receiver agent saw and did.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReceiverReport {
+    /// bytes (frames) each tenant received per bin of `bin_ns`, from [`ReceiverAgent::epoch`]
+    pub tenant_bytes: Vec<Vec<u64>>,
+    /// the `Receiver`'s counters: `limits + releases` feedback messages decided
+    pub stats: ReceiverStats,
+    /// IPv4 packets to a tenant
+    pub packets: u64,
+    /// IPv4 packets to other addresses of the host (not counted)
+    pub other_packets: u64,
+    /// feedback datagrams sent
+    pub feedback_sent: u64,
+    /// feedback datagrams the socket refused
+    pub feedback_errors: u64,
+    /// packets the kernel dropped before the agent read them (its socket buffer was full)
+    pub socket_drops: u64,
+    /// how long it ran [s]
+    pub elapsed_s: f64,
+    /// CPU time its thread used [s]
+    pub cpu_s: f64,
+}
+
+/// A running receiver agent; stopped (and its thread joined) by [`ReceiverAgent::stop`] or
+/// on drop.
+#[derive(Debug)]
+pub struct ReceiverAgent {
+    thread: AgentThread<ReceiverReport>,
+    epoch: Instant,
+}
+
+impl ReceiverAgent {
+    /// Opens the packet socket in the namespace and starts; returns once it is reading.
+    ///
+    /// # Errors
+    /// A bad spec, a missing namespace or interface, a socket that cannot be opened.
+    pub fn start(spec: ReceiverSpec) -> Result<ReceiverAgent, EyeqAgentError> {
+        if spec.tenants.is_empty() || spec.tenants.len() != spec.weights.len() {
+            return Err(EyeqAgentError::Spec {
+                agent: "receiver",
+                message: format!(
+                    "{} tenant addresses and {} weights",
+                    spec.tenants.len(),
+                    spec.weights.len()
+                ),
+                expected: "one guarantee weight per tenant address, at least one tenant",
+            });
+        }
+        if spec.bin_ns == 0
+            || spec.max_duration.as_nanos() / u128::from(spec.bin_ns) > u128::from(MAX_BINS)
+        {
+            return Err(EyeqAgentError::Spec {
+                agent: "receiver",
+                message: format!("bins of {} ns over {:?}", spec.bin_ns, spec.max_duration),
+                expected: "bins > 0 ns, at most 1000000 of them per run",
+            });
+        }
+        // checked here, so that a bad setting fails before the thread starts
+        Receiver::<Ipv4Addr>::new(spec.config, &spec.weights, 0)?;
+        let (thread, epoch) =
+            AgentThread::spawn("receiver", move |stop, ready| run(&spec, stop, ready))?;
+        Ok(ReceiverAgent { thread, epoch })
+    }
+
+    /// Time 0 of its clock: of the `Receiver` and of the first bin.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// Stops it and returns its report.
+    ///
+    /// # Errors
+    /// The error that ended it early (a socket failing).
+    pub fn stop(self) -> Result<ReceiverReport, EyeqAgentError> {
+        self.thread.stop()
+    }
+}
+
+fn run(
+    spec: &ReceiverSpec,
+    stop: &AtomicBool,
+    ready: &mpsc::Sender<Instant>,
+) -> Result<ReceiverReport, EyeqAgentError> {
+    netns::enter(&spec.netns)?;
+    let sock = PacketSocket::open(&spec.iface).map_err(io_error(
+        "receiver",
+        &spec.netns,
+        &format!("packet socket on {}", spec.iface),
+    ))?;
+    let out = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(io_error(
+        "receiver",
+        &spec.netns,
+        "feedback socket",
+    ))?;
+    out.set_nonblocking(true)
+        .map_err(io_error("receiver", &spec.netns, "feedback socket"))?;
+    let cpu0 = thread_cpu_s();
+    let epoch = Instant::now();
+    let mut rx = Receiver::<Ipv4Addr>::new(spec.config, &spec.weights, 0)?;
+    let bins = (spec.max_duration.as_nanos() / u128::from(spec.bin_ns) + 1) as usize;
+    let mut report = ReceiverReport {
+        tenant_bytes: vec![vec![0; bins]; spec.tenants.len()],
+        stats: ReceiverStats::default(),
+        packets: 0,
+        other_packets: 0,
+        feedback_sent: 0,
+        feedback_errors: 0,
+        socket_drops: 0,
+        elapsed_s: 0.0,
+        cpu_s: 0.0,
+    };
+    let _ = ready.send(epoch);
+    let now_ns = || u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let end_ns = u64::try_from(spec.max_duration.as_nanos()).unwrap_or(u64::MAX);
+    let mut buf = [0u8; 64];
+    while !stop.load(Ordering::Relaxed) {
+        let got =
+            sock.recv(&mut buf)
+                .map_err(io_error("receiver", &spec.netns, "reading packets"))?;
+        let now = now_ns();
+        if now >= end_ns {
+            break;
+        }
+        let Some((len, host)) = got else {
+            rx.tick(now);
+            continue;
+        };
+        let Some((src, dst)) = addresses(&buf, len).filter(|_| host) else {
+            continue;
+        };
+        let Some(t) = spec.tenants.iter().position(|&a| a == dst) else {
+            report.other_packets += 1;
+            rx.tick(now);
+            continue;
+        };
+        let bytes = len as u64 + ETH_HLEN;
+        report.packets += 1;
+        if let Some(b) = report.tenant_bytes[t].get_mut((now / spec.bin_ns) as usize) {
+            *b += bytes;
+        }
+        if let Some(feedback) = rx.on_arrival(now, src, t, bytes)? {
+            if spec.feedback {
+                let msg = wire::encode(&wire::Message {
+                    dest: dst,
+                    feedback,
+                });
+                match out.send_to(&msg, SocketAddrV4::new(src, spec.feedback_port)) {
+                    Ok(_) => report.feedback_sent += 1,
+                    Err(_) => report.feedback_errors += 1,
+                }
+            }
+        }
+    }
+    report.stats = rx.stats();
+    report.socket_drops = sock.drops();
+    report.elapsed_s = epoch.elapsed().as_secs_f64();
+    report.cpu_s = thread_cpu_s() - cpu0;
+    Ok(report)
+}
+
+/// Source and destination of the IPv4 packet whose first bytes are in `buf` (`len`: its
+/// whole length).
+fn addresses(buf: &[u8], len: usize) -> Option<(Ipv4Addr, Ipv4Addr)> {
+    if len < 20 || buf.len() < 20 || buf[0] >> 4 != 4 {
+        return None;
+    }
+    let ip = |i: usize| Ipv4Addr::new(buf[i], buf[i + 1], buf[i + 2], buf[i + 3]);
+    Some((ip(12), ip(16)))
+}
+
+/// An `AF_PACKET` datagram socket (IPv4 only, headers only) bound to one interface.
+struct PacketSocket {
+    fd: OwnedFd,
+}
+
+/// `struct tpacket_stats` of `<linux/if_packet.h>`.
+#[repr(C)]
+#[derive(Default)]
+struct PacketStats {
+    packets: libc::c_uint,
+    drops: libc::c_uint,
+}
+
+impl PacketSocket {
+    fn open(iface: &str) -> std::io::Result<PacketSocket> {
+        let proto = (libc::ETH_P_IP as u16).to_be();
+        // SAFETY: plain socket(2); the fd is owned right after.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                i32::from(proto),
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is a new, valid descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let name = CString::new(iface).map_err(|_| ErrorKind::InvalidInput)?;
+        // SAFETY: name is a valid C string.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(std::io::Error::new(
+                ErrorKind::NotFound,
+                format!("no interface {iface} in this namespace"),
+            ));
+        }
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: sll lives across the call and its size is passed.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let s = PacketSocket { fd };
+        let timeout = libc::timeval {
+            tv_sec: 0,
+            tv_usec: POLL.as_micros() as libc::suseconds_t,
+        };
+        s.setsockopt(libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout)?;
+        // a deep buffer so that a descheduled agent loses no arrivals (root may exceed rmem_max)
+        let size: libc::c_int = 8 << 20;
+        if s.setsockopt(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size)
+            .is_err()
+        {
+            s.setsockopt(libc::SOL_SOCKET, libc::SO_RCVBUF, &size)?;
+        }
+        Ok(s)
+    }
+
+    fn setsockopt<T>(&self, level: libc::c_int, name: libc::c_int, v: &T) -> std::io::Result<()> {
+        // SAFETY: v lives across the call and its size is passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                level,
+                name,
+                (v as *const T).cast(),
+                std::mem::size_of::<T>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// The next packet's first bytes in `buf`: its whole length and whether it was addressed
+    /// to this host (not one it sent); `None` when none came within the poll.
+    fn recv(&self, buf: &mut [u8]) -> std::io::Result<Option<(usize, bool)>> {
+        // SAFETY: as in open.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: buf and sll are valid for writes of the sizes passed.
+        let n = unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_TRUNC,
+                (&mut sll as *mut libc::sockaddr_ll).cast(),
+                &mut len,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            return match e.kind() {
+                ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted => Ok(None),
+                _ => Err(e),
+            };
+        }
+        Ok(Some((n as usize, sll.sll_pkttype == libc::PACKET_HOST)))
+    }
+
+    /// Packets dropped for a full buffer since the last call.
+    fn drops(&self) -> u64 {
+        let mut st = PacketStats::default();
+        let mut len = std::mem::size_of::<PacketStats>() as libc::socklen_t;
+        // SAFETY: st is valid for writes of len bytes.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut PacketStats).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            u64::from(st.drops)
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_are_attributed_by_their_ipv4_addresses() {
+        let mut h = [0u8; 64];
+        h[0] = 0x45;
+        h[12..16].copy_from_slice(&[10, 199, 0, 2]);
+        h[16..20].copy_from_slice(&[10, 199, 1, 1]);
+        assert_eq!(
+            addresses(&h, 1500),
+            Some((Ipv4Addr::new(10, 199, 0, 2), Ipv4Addr::new(10, 199, 1, 1)))
+        );
+        assert_eq!(addresses(&h, 19), None);
+        h[0] = 0x60;
+        assert_eq!(addresses(&h, 1500), None);
+    }
+}
