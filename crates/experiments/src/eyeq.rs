@@ -163,7 +163,7 @@ impl Default for EyeqSetup {
 }
 
 impl EyeqSetup {
-    /// The testbed's setup ([`testbed`]): EyeQ's experiment with time × 50 and rates ÷ 10.
+    /// The testbed's setup (the `testbed` module): EyeQ's experiment with time × 50 and rates ÷ 10.
     /// A user-space agent sustains a 10 ms period, not 200 µs, so T = 10 ms and every time
     /// constant scales with it (blaster on 250 ms, off 750 ms; bins 50 ms); a 100 Mbit/s
     /// receiving link (senders' NICs 1 Gbit/s, the blaster 250 Mbit/s while on: 2.5× the
