@@ -209,12 +209,7 @@ impl VdcTestbedConfig {
     /// [`VdcTestbedError::Config`] naming the bad setting and what is accepted.
     pub fn validate(&self) -> Result<(), VdcTestbedError> {
         let bad = |m: String| Err(VdcTestbedError::Config(m));
-        if !(self.interval_s.is_finite() && (0.05..=10.0).contains(&self.interval_s)) {
-            return bad(format!(
-                "control interval {} s; use 0.05 to 10 s",
-                self.interval_s
-            ));
-        }
+        check_interval(self.interval_s)?;
         if !(self.duration_s.is_finite() && self.duration_s >= self.interval_s)
             || self.duration_s > 600.0
         {
@@ -226,12 +221,7 @@ impl VdcTestbedConfig {
         if !(self.warmup_s.is_finite() && (0.0..=600.0).contains(&self.warmup_s)) {
             return bad(format!("warm-up {} s; use 0 to 600 s", self.warmup_s));
         }
-        if !(self.link_bytes_per_s.is_finite() && (1e5..=1e9).contains(&self.link_bytes_per_s)) {
-            return bad(format!(
-                "link rate {} bytes/s; use 100 kB/s to 1 GB/s (the load is bounded by it)",
-                self.link_bytes_per_s
-            ));
-        }
+        check_link(self.link_bytes_per_s)?;
         if self.seeds.is_empty() || self.seeds.len() > 20 {
             return bad(format!("{} seeds; use 1 to 20", self.seeds.len()));
         }
@@ -240,6 +230,26 @@ impl VdcTestbedConfig {
         }
         Ok(())
     }
+}
+
+/// The control interval every VDC testbed experiment accepts: 0.05 to 10 s.
+pub(crate) fn check_interval(interval_s: f64) -> Result<(), VdcTestbedError> {
+    if interval_s.is_finite() && (0.05..=10.0).contains(&interval_s) {
+        return Ok(());
+    }
+    Err(VdcTestbedError::Config(format!(
+        "control interval {interval_s} s; use 0.05 to 10 s"
+    )))
+}
+
+/// The appliances' link rate every VDC testbed experiment accepts: 100 kB/s to 1 GB/s.
+pub(crate) fn check_link(link_bytes_per_s: f64) -> Result<(), VdcTestbedError> {
+    if link_bytes_per_s.is_finite() && (1e5..=1e9).contains(&link_bytes_per_s) {
+        return Ok(());
+    }
+    Err(VdcTestbedError::Config(format!(
+        "link rate {link_bytes_per_s} bytes/s; use 100 kB/s to 1 GB/s (the load is bounded by it)"
+    )))
 }
 
 /// The experiment's datacenter for a link rate [bytes/s]: s0 (the appliances' server, its link

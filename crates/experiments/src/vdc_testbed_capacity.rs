@@ -39,8 +39,8 @@ use crate::vdc::{
     capacity_of, capacity_phases, flow, testbed_cost, CapacityExperiment, CapacityPoint, VdcConfig,
 };
 use crate::vdc_testbed::{
-    enforcers, in_namespace, run_error, tenant_load, Bed, ControllerStep, TenantCounts, TenantLoad,
-    VdcTestbedError,
+    check_interval, check_link, enforcers, in_namespace, run_error, tenant_load, Bed,
+    ControllerStep, TenantCounts, TenantLoad, VdcTestbedError,
 };
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -141,12 +141,7 @@ impl CapacityTestbedConfig {
     /// [`VdcTestbedError::Config`] naming the bad setting and what is accepted.
     pub fn validate(&self) -> Result<(), VdcTestbedError> {
         let bad = |m: String| Err(VdcTestbedError::Config(m));
-        if !(self.interval_s.is_finite() && (0.05..=10.0).contains(&self.interval_s)) {
-            return bad(format!(
-                "control interval {} s; use 0.05 to 10 s",
-                self.interval_s
-            ));
-        }
+        check_interval(self.interval_s)?;
         if !(self.phase_s.is_finite() && self.phase_s >= 4.0 * self.interval_s)
             || self.phase_s > 600.0
         {
@@ -162,12 +157,7 @@ impl CapacityTestbedConfig {
                 self.calibrate_s
             ));
         }
-        if !(self.link_bytes_per_s.is_finite() && (1e5..=1e9).contains(&self.link_bytes_per_s)) {
-            return bad(format!(
-                "link rate {} bytes/s; use 100 kB/s to 1 GB/s (the load is bounded by it)",
-                self.link_bytes_per_s
-            ));
-        }
+        check_link(self.link_bytes_per_s)?;
         Ok(())
     }
 }

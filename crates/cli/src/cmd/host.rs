@@ -130,16 +130,11 @@ fn token(a: TokenArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// A host name as one path segment: the service's names are `[A-Za-z0-9._-]`, so anything
-/// else is refused here rather than sent to a different route.
+/// A host name as one path segment: the service's names follow the protocol's id rule (1 to 64
+/// characters from `[A-Za-z0-9._-]`), so anything else is refused here rather than sent to a
+/// different route.
 fn path_segment(name: &str) -> anyhow::Result<&str> {
-    if !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
+    if tailbound_control::protocol::valid_id(name) && name != "." && name != ".." {
         Ok(name)
     } else {
         anyhow::bail!("host {name:?}: expected 1 to 64 characters from [A-Za-z0-9._-]")
