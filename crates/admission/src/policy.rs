@@ -5,8 +5,10 @@ use crate::index::AdmittedIndex;
 use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
 use tailbound_calculus::dnc::{shaper_delay, Envelope};
+use tailbound_calculus::snc::Present;
 use tailbound_calculus::{
-    bound_hinted, Bound, BoundOptions, Hint, HintedBound, Method, Reach, TenantBound,
+    bound_hinted, bound_hinted_over, Bound, BoundOptions, Hint, HintedBound, Method, Reach,
+    TenantBound,
 };
 use tailbound_curves::effbw::{effective_bandwidth, EffBwError};
 use tailbound_curves::rb::prune;
@@ -323,26 +325,37 @@ fn check(
                 .map(|&t| (t, level(t).unwrap_or(0)))
                 .collect();
             let affected = reach.affected(&changed);
-            let set: Vec<(usize, &Grant)> = reach
-                .inputs(&affected)
-                .into_iter()
-                .filter_map(|t| {
+            if policy == Policy::SncMeister {
+                let grant_of = |t: usize| {
                     if t == newcomer {
-                        Some((t, g))
+                        Some(g)
                     } else {
-                        admitted.get(&t).map(|a| (t, a))
+                        admitted.get(&t)
                     }
-                })
-                .collect();
-            bound_set_hinted(
-                net,
-                policy,
-                &set,
-                groups,
-                packets_s,
-                Which::These(&affected),
-                thetas,
-            )?
+                };
+                bound_over(net, &reach, groups, &grant_of, &affected, packets_s, thetas)?
+            } else {
+                let set: Vec<(usize, &Grant)> = reach
+                    .inputs(&affected)
+                    .into_iter()
+                    .filter_map(|t| {
+                        if t == newcomer {
+                            Some((t, g))
+                        } else {
+                            admitted.get(&t).map(|a| (t, a))
+                        }
+                    })
+                    .collect();
+                bound_set_hinted(
+                    net,
+                    policy,
+                    &set,
+                    groups,
+                    packets_s,
+                    Which::These(&affected),
+                    thetas,
+                )?
+            }
         }
         Scope::Full => {
             let mut set: Vec<(usize, &Grant)> = admitted.iter().map(|(&t, g)| (t, g)).collect();
@@ -464,14 +477,7 @@ fn bound_set_hinted(
         .iter()
         .map(|&i| {
             let (t, grant) = set[i];
-            let packets = packets_s.get(t).copied().unwrap_or(0.0);
-            // a margin for rounding: within the budget, the total is within the SLO
-            let budget_s =
-                (net.tenants[t].slo.latency_s - grant.shaper_delay_s - packets) * (1.0 - 1e-9);
-            thetas.get(&t).map(|v| Hint {
-                thetas: v.clone(),
-                budget_s,
-            })
+            hint(net, t, grant, packets_s, thetas)
         })
         .collect();
     let mut bounds = bound_hinted(
@@ -487,11 +493,99 @@ fn bound_set_hinted(
         for f in &mut b.flows {
             f.flow = net_flow[f.flow];
         }
-        if let Bound::Within(s) = b.total {
-            let packets = packets_s.get(t).copied().unwrap_or(0.0);
-            b.total = Bound::from_seconds(s + grant.shaper_delay_s + packets, String::new);
-        }
-        b.meets_slo = b.total.meets(b.slo.latency_s);
+        add_delays(b, grant, packets_s);
+    }
+    Ok(bounds)
+}
+
+/// Where to check admitted tenant `t` with `grant` first: its θs in `thetas`, within its SLO
+/// less its shaper delay and packetization allowance.
+fn hint(
+    net: &Network,
+    t: usize,
+    grant: &Grant,
+    packets_s: &[f64],
+    thetas: &Thetas,
+) -> Option<Hint> {
+    let packets = packets_s.get(t).copied().unwrap_or(0.0);
+    // a margin for rounding: within the budget, the total is within the SLO
+    let budget_s = (net.tenants[t].slo.latency_s - grant.shaper_delay_s - packets) * (1.0 - 1e-9);
+    thetas.get(&t).map(|v| Hint {
+        thetas: v.clone(),
+        budget_s,
+    })
+}
+
+/// Adds tenant `b.tenant`'s shaper delay and packetization allowance to its bound.
+fn add_delays(b: &mut TenantBound, grant: &Grant, packets_s: &[f64]) {
+    if let Bound::Within(s) = b.total {
+        let packets = packets_s.get(b.tenant).copied().unwrap_or(0.0);
+        b.total = Bound::from_seconds(s + grant.shaper_delay_s + packets, String::new);
+    }
+    b.meets_slo = b.total.meets(b.slo.latency_s);
+}
+
+/// The tenants a [`Reach`] sees, in their dependency groups: what the SNC analysis of a
+/// neighbourhood reads ([`tailbound_calculus::snc::Analysis::over`]).
+struct Neighbours<'a> {
+    net: &'a Network,
+    reach: &'a Reach<'a>,
+    groups: &'a HashMap<usize, String>,
+}
+
+impl Present for Neighbours<'_> {
+    fn level(&self, t: usize) -> Option<u32> {
+        self.reach.level(t)
+    }
+
+    fn flows_at(&self, q: usize) -> Vec<usize> {
+        self.reach.flows_at(q)
+    }
+
+    fn group(&self, t: usize) -> Option<&str> {
+        self.groups
+            .get(&t)
+            .or(self.net.tenants[t].group.as_ref())
+            .map(String::as_str)
+    }
+}
+
+/// The bounds of the tenants `bounded` (ascending) among those `reach` sees running with their
+/// grants (`grant_of`), each including its shaper delay and packetization allowance, each
+/// admitted one checked first at its θs (SNC-Meister's analysis over the neighbourhood, not a
+/// network of it: [`tailbound_calculus::bound_hinted_over`]). The bounds are those
+/// [`bound_set_hinted`] gives on the network of the tenants their bounds read.
+fn bound_over<'g>(
+    net: &Network,
+    reach: &Reach,
+    groups: &HashMap<usize, String>,
+    grant_of: &dyn Fn(usize) -> Option<&'g Grant>,
+    bounded: &[usize],
+    packets_s: &[f64],
+    thetas: &Thetas,
+) -> Result<Vec<HintedBound>, AdmissionError> {
+    let mut grants = Vec::with_capacity(bounded.len());
+    for &t in bounded {
+        grants.push(
+            grant_of(t).ok_or_else(|| AdmissionError::NotAdmitted(net.tenants[t].name.clone()))?,
+        );
+    }
+    let hints: Vec<Option<Hint>> = bounded
+        .iter()
+        .zip(&grants)
+        .map(|(&t, grant)| hint(net, t, grant, packets_s, thetas))
+        .collect();
+    let present = Neighbours { net, reach, groups };
+    let mut bounds = bound_hinted_over(
+        net,
+        Method::SncMeister,
+        &present,
+        bounded,
+        &BoundOptions::default(),
+        &hints,
+    )?;
+    for (h, grant) in bounds.iter_mut().zip(&grants) {
+        add_delays(&mut h.bound, grant, packets_s);
     }
     Ok(bounds)
 }

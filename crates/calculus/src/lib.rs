@@ -240,6 +240,42 @@ pub fn bound_hinted(
     bound_hinted_with_progress(net, method, tenants, opts, hints, &mut || {})
 }
 
+/// [`bound_hinted`] under [`Method::SncMeister`], [`Method::SncHop`] or [`Method::SncConv`]
+/// of the tenants of `net` that `present` says are there, at its levels and in its groups
+/// ([`snc::Analysis::over`]): the bounds of the network of those tenants alone, at the cost of
+/// what the bounds of `tenants` (present ones) read, not of the network. The network is not
+/// validated again (a long-running caller validates what it appends); a flow's missing or
+/// inconsistent MMPP is an error when a bound reads it.
+pub fn bound_hinted_over(
+    net: &Network,
+    method: Method,
+    present: &dyn snc::Present,
+    tenants: &[usize],
+    opts: &BoundOptions,
+    hints: &[Option<Hint>],
+) -> Result<Vec<HintedBound>, CalculusError> {
+    if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
+        return Err(CalculusError::UnknownTenant {
+            index,
+            len: net.tenants.len(),
+        });
+    }
+    if let Some(&t) = tenants.iter().find(|&&t| present.level(t).is_none()) {
+        return Err(CalculusError::Invalid(format!(
+            "tenant {:?} is not among the tenants analysed, so it has no bound there",
+            net.tenants[t].name
+        )));
+    }
+    match method {
+        Method::SncMeister | Method::SncHop | Method::SncConv => {
+            snc::bound_tenants_over(net, method, present, tenants, opts, hints)
+        }
+        Method::Dnc | Method::SncMartingale => Err(CalculusError::Unsupported(format!(
+            "the {method} analysis bounds whole networks only"
+        ))),
+    }
+}
+
 fn bound_hinted_with_progress(
     net: &Network,
     method: Method,

@@ -168,6 +168,19 @@ impl<'a> Reach<'a> {
         )
     }
 
+    /// Tenant `t`'s level, `None` when it is not present.
+    pub fn level(&self, t: usize) -> Option<u32> {
+        (self.level)(t)
+    }
+
+    /// The present flows crossing queue `q`, ascending (each once).
+    pub fn flows_at(&self, q: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = self.at(q).map(|(f, _)| f).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     fn flow_level(&self, f: usize) -> u32 {
         (self.level)(self.net.flows[f].tenant).unwrap_or(u32::MAX)
     }

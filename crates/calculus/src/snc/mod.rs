@@ -36,7 +36,7 @@ pub use algebra::{
 };
 pub use mmpp::{perron_root, MmppBound};
 pub(crate) use network::most_loaded_queue;
-pub use network::Analysis;
+pub use network::{Analysis, Present};
 pub use search::Minimum;
 
 use crate::{
@@ -54,13 +54,51 @@ pub(crate) fn bound_tenants(
     hints: &[Option<Hint>],
     done: &mut dyn FnMut(),
 ) -> Result<Vec<HintedBound>, CalculusError> {
-    let mut analysis = Analysis::new(net, method, priorities)?;
+    let analysis = Analysis::new(net, method, priorities)?;
+    let level = |t: usize| priorities.get(t).copied().unwrap_or(0);
+    bound_with(analysis, net, method, &level, tenants, opts, hints, done)
+}
+
+/// [`bound_tenants`] of the tenants `present` says are there ([`Analysis::over`]).
+pub(crate) fn bound_tenants_over(
+    net: &Network,
+    method: Method,
+    present: &dyn Present,
+    tenants: &[usize],
+    opts: &BoundOptions,
+    hints: &[Option<Hint>],
+) -> Result<Vec<HintedBound>, CalculusError> {
+    let analysis = Analysis::over(net, method, present);
+    let level = |t: usize| present.level(t).unwrap_or(0);
+    bound_with(
+        analysis,
+        net,
+        method,
+        &level,
+        tenants,
+        opts,
+        hints,
+        &mut || {},
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bound_with(
+    mut analysis: Analysis,
+    net: &Network,
+    method: Method,
+    level: &dyn Fn(usize) -> u32,
+    tenants: &[usize],
+    opts: &BoundOptions,
+    hints: &[Option<Hint>],
+    done: &mut dyn FnMut(),
+) -> Result<Vec<HintedBound>, CalculusError> {
     let mut out = Vec::with_capacity(tenants.len());
     for (k, &t) in tenants.iter().enumerate() {
         let spec = &net.tenants[t];
         let slo = effective_slo(spec.slo, opts);
         let epsilon = slo.percentile.epsilon() / spec.flows.len().max(1) as f64;
-        let priority = priorities.get(t).copied().unwrap_or(0);
+        let priority = level(t);
         let hint = hints.get(k).and_then(Option::as_ref);
         if let Some(checked) = hint
             .filter(|_| opts.theta == ThetaSearch::Brent)

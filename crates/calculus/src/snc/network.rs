@@ -46,8 +46,39 @@ use super::algebra::{
 use super::mmpp::MmppBound;
 use super::search;
 use crate::{Bound, CalculusError, Method, ThetaSearch};
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tailbound_model::Network;
+
+/// The tenants of a network an [`Analysis`] sees, when it is not all of them (the admitted
+/// tenants of a long-running admission and a newcomer, say): their levels, their flows by
+/// queue and their dependency groups. [`Analysis::over`] reads only what the bounds it is
+/// asked for read, so an analysis over a few tenants of a large network costs those tenants;
+/// its bounds are those of [`Analysis::new`] on the network of the present tenants alone
+/// (their flows in the same order, with these levels and groups).
+pub trait Present {
+    /// Tenant `t`'s priority level, 0 highest; `None` when it is not present.
+    fn level(&self, t: usize) -> Option<u32>;
+    /// The present tenants' flows crossing queue `q`, ascending.
+    fn flows_at(&self, q: usize) -> Vec<usize>;
+    /// The dependency group tenant `t` bursts with, if any.
+    fn group(&self, t: usize) -> Option<&str>;
+}
+
+/// A level not computed yet ([`Analysis::level`]).
+const UNSET: u32 = u32::MAX;
+/// The level of a flow whose tenant is not present: below every level, so never cross
+/// traffic.
+const ABSENT: u32 = u32::MAX - 1;
+
+/// Something a process derives from: the ids of [`Deps`] (numbered as first met, so that the
+/// sets stay as small as the analysis).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Source {
+    Flow(usize),
+    Queue(usize),
+    Group(String),
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -61,14 +92,22 @@ enum Key {
 /// One analysis of a network: sources, links and every memoised intermediate process.
 pub struct Analysis<'a> {
     net: &'a Network,
-    /// priority level per flow (its tenant's), 0 highest
-    level: Vec<u32>,
-    step_s: f64,
+    method: Method,
+    /// the tenants seen, when not all ([`Present`])
+    present: Option<&'a dyn Present>,
+    /// priority level per flow (its tenant's), 0 highest; [`UNSET`] until read
+    level: Vec<Cell<u32>>,
+    /// the common MMPP step [s], once a source is built
+    step_s: Option<f64>,
     alg: Algebra,
-    source: Vec<MgfArrival>,
-    link: Vec<MgfService>,
-    /// the flows crossing each queue, ascending
-    at_queue: Vec<Vec<usize>>,
+    /// per flow, its source once built
+    source: Vec<Option<MgfArrival>>,
+    /// per queue, its link once built
+    link: Vec<Option<MgfService>>,
+    /// the flows crossing each queue, ascending, once read
+    at_queue: Vec<Option<Vec<usize>>>,
+    /// the [`Deps`] id of each source met
+    ids: HashMap<Source, usize>,
     /// (queue, level): the sum of the sources of every flow that starts at the queue with
     /// priority ≤ level, when they are mutually independent (see [`Self::by_difference`])
     totals: HashMap<(usize, u32), Option<MgfArrival>>,
@@ -87,61 +126,11 @@ impl<'a> Analysis<'a> {
         method: Method,
         priorities: &[u32],
     ) -> Result<Analysis<'a>, CalculusError> {
-        let nf = net.flows.len();
-        let nq = net.queues.len();
-        let mut groups: Vec<&str> = net
-            .tenants
-            .iter()
-            .filter_map(|t| t.group.as_deref())
-            .collect();
-        groups.sort_unstable();
-        groups.dedup();
-        let mut step_s: Option<f64> = None;
-        let alg = Algebra::new();
-        let mut source = Vec::with_capacity(nf);
+        let mut an = Analysis::empty(net, method, None);
+        let mut at_queue = vec![Vec::new(); net.queues.len()];
         for (f, flow) in net.flows.iter().enumerate() {
-            let Some(m) = &flow.mmpp else {
-                return Err(CalculusError::MissingModel {
-                    flow: flow.name.clone(),
-                    model: "MMPP",
-                    method: method.as_str(),
-                });
-            };
-            match step_s {
-                None => step_s = Some(m.step_s),
-                Some(a) if (a - m.step_s).abs() > 1e-12 * a.abs() => {
-                    return Err(CalculusError::MixedSteps { a, b: m.step_s });
-                }
-                Some(_) => {}
-            }
-            let bound = MmppBound::new(m)
-                .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?;
-            let mut deps = Deps::single(f);
-            if let Some(g) = net
-                .tenants
-                .get(flow.tenant)
-                .and_then(|t| t.group.as_deref())
-            {
-                if let Ok(k) = groups.binary_search(&g) {
-                    deps.insert(nf + nq + k);
-                }
-            }
-            source.push(alg.mmpp(bound, deps));
-        }
-        let step_s = step_s.unwrap_or(1e-5);
-        let link = net
-            .queues
-            .iter()
-            .enumerate()
-            .map(|(q, queue)| alg.constant(queue.rate * step_s, Deps::single(nf + q)))
-            .collect();
-        let level = net
-            .flows
-            .iter()
-            .map(|f| priorities.get(f.tenant).copied().unwrap_or(0))
-            .collect();
-        let mut at_queue = vec![Vec::new(); nq];
-        for (f, flow) in net.flows.iter().enumerate() {
+            an.level[f].set(priorities.get(flow.tenant).copied().unwrap_or(0));
+            an.source(f)?;
             for &q in &flow.path {
                 if let Some(v) = at_queue.get_mut(q) {
                     if v.last() != Some(&f) {
@@ -150,20 +139,115 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
-        Ok(Analysis {
+        an.at_queue = at_queue.into_iter().map(Some).collect();
+        Ok(an)
+    }
+
+    /// An analysis of the tenants of `net` that `present` says are there, at its levels and
+    /// in its groups: it builds only the sources, links and flows by queue that the bounds
+    /// asked for read, and checks each flow's MMPP (its step the same as the others') as it
+    /// reads it. Bounds only flows of present tenants.
+    pub fn over(net: &'a Network, method: Method, present: &'a dyn Present) -> Analysis<'a> {
+        Analysis::empty(net, method, Some(present))
+    }
+
+    fn empty(net: &'a Network, method: Method, present: Option<&'a dyn Present>) -> Analysis<'a> {
+        Analysis {
             net,
-            level,
-            step_s,
-            alg,
-            source,
-            link,
-            at_queue,
+            method,
+            present,
+            level: vec![Cell::new(UNSET); net.flows.len()],
+            step_s: None,
+            alg: Algebra::new(),
+            source: vec![None; net.flows.len()],
+            link: vec![None; net.queues.len()],
+            at_queue: vec![None; net.queues.len()],
+            ids: HashMap::new(),
             totals: HashMap::new(),
             use_totals: true,
             services: HashMap::new(),
             arrivals: HashMap::new(),
             active: HashSet::new(),
-        })
+        }
+    }
+
+    /// Flow `f`'s level (its tenant's); [`ABSENT`] when its tenant is not present.
+    fn level(&self, f: usize) -> u32 {
+        let cell = &self.level[f];
+        if cell.get() == UNSET {
+            let t = self.net.flows[f].tenant;
+            cell.set(self.present.and_then(|p| p.level(t)).unwrap_or(ABSENT));
+        }
+        cell.get()
+    }
+
+    /// The dependency group of tenant `t`, if any.
+    fn group_of(&self, t: usize) -> Option<&str> {
+        match self.present {
+            Some(p) => p.group(t),
+            None => self.net.tenants.get(t).and_then(|t| t.group.as_deref()),
+        }
+    }
+
+    /// The [`Deps`] id of `src`.
+    fn id(&mut self, src: Source) -> usize {
+        let next = self.ids.len();
+        *self.ids.entry(src).or_insert(next)
+    }
+
+    /// Flow `f`'s source: its MMPP, of its own flow and its tenant's dependency group.
+    fn source(&mut self, f: usize) -> Result<MgfArrival, CalculusError> {
+        if let Some(a) = &self.source[f] {
+            return Ok(a.clone());
+        }
+        let flow = &self.net.flows[f];
+        let Some(m) = &flow.mmpp else {
+            return Err(CalculusError::MissingModel {
+                flow: flow.name.clone(),
+                model: "MMPP",
+                method: self.method.as_str(),
+            });
+        };
+        match self.step_s {
+            None => self.step_s = Some(m.step_s),
+            Some(a) if (a - m.step_s).abs() > 1e-12 * a.abs() => {
+                return Err(CalculusError::MixedSteps { a, b: m.step_s });
+            }
+            Some(_) => {}
+        }
+        let bound = MmppBound::new(m)
+            .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?;
+        let group = self.group_of(flow.tenant).map(str::to_string);
+        let mut deps = Deps::single(self.id(Source::Flow(f)));
+        if let Some(g) = group {
+            deps.insert(self.id(Source::Group(g)));
+        }
+        let a = self.alg.mmpp(bound, deps);
+        self.source[f] = Some(a.clone());
+        Ok(a)
+    }
+
+    /// Queue `q`'s constant-rate link.
+    fn link(&mut self, q: usize) -> MgfService {
+        if let Some(s) = &self.link[q] {
+            return s.clone();
+        }
+        let rate = self.net.queues[q].rate * self.step_s();
+        let id = self.id(Source::Queue(q));
+        let s = self.alg.constant(rate, Deps::single(id));
+        self.link[q] = Some(s.clone());
+        s
+    }
+
+    /// The flows crossing queue `q` (present ones), ascending.
+    fn flows_at(&mut self, q: usize) -> &[usize] {
+        if self.at_queue.get(q).is_some_and(Option::is_none) {
+            self.at_queue[q] = Some(self.present.map(|p| p.flows_at(q)).unwrap_or_default());
+        }
+        self.at_queue
+            .get(q)
+            .and_then(Option::as_deref)
+            .unwrap_or_default()
     }
 
     /// This analysis with every group of sources aggregated member by member instead of as a
@@ -174,9 +258,9 @@ impl<'a> Analysis<'a> {
         self
     }
 
-    /// The time step of the analysis [s].
+    /// The time step of the analysis [s] (its flows' MMPP step; 10 µs before any is read).
     pub fn step_s(&self) -> f64 {
-        self.step_s
+        self.step_s.unwrap_or(1e-5)
     }
 
     /// The bound of flow `f` at violation probability `epsilon` under `method`.
@@ -216,8 +300,11 @@ impl<'a> Analysis<'a> {
                 None => return Ok((Bound::Unbounded(self.overload_reason(f)), None)),
             }
         }
-        let seconds = steps * self.step_s;
-        let bound = Bound::from_seconds(seconds, || self.overload_reason(f));
+        let seconds = steps * self.step_s();
+        let bound = match Bound::from_seconds(seconds, String::new) {
+            Bound::Unbounded(_) => Bound::Unbounded(self.overload_reason(f)),
+            within => within,
+        };
         let theta = theta.filter(|_| bound.seconds().is_some());
         Ok((bound, theta))
     }
@@ -240,8 +327,8 @@ impl<'a> Analysis<'a> {
         if !p.slots().is_empty() {
             return Ok(None);
         }
-        Ok(p.steps_at(theta, &Eval::PLAIN)
-            .map(|steps| steps * self.step_s))
+        let step_s = self.step_s();
+        Ok(p.steps_at(theta, &Eval::PLAIN).map(|steps| steps * step_s))
     }
 
     /// The latency problems whose minima add up to flow `f`'s bound: one for SNC-Meister and
@@ -253,6 +340,8 @@ impl<'a> Analysis<'a> {
         epsilon: f64,
     ) -> Result<Vec<LatencyProblem>, CalculusError> {
         let path = self.net.flows[f].path.clone();
+        // the flow's own source first: it fixes the analysis' step before any link is built
+        self.source(f)?;
         match method {
             Method::SncHop => {
                 let k = path.len() as f64;
@@ -273,12 +362,12 @@ impl<'a> Analysis<'a> {
                 let mut it = hops.into_iter();
                 let first = it.next().ok_or_else(|| empty_path(self.net, f))?;
                 let svc = it.fold(first, |acc, s| self.alg.convolve(&acc, &s));
-                let a = self.source[f].clone();
+                let a = self.source(f)?;
                 Ok(vec![self.alg.latency(&a, &svc, epsilon)])
             }
             _ => {
-                let s = self.path_service(&path, &[f], self.level[f])?;
-                let a = self.source[f].clone();
+                let s = self.path_service(&path, &[f], self.level(f))?;
+                let a = self.source(f)?;
                 Ok(vec![self.alg.latency(&a, &s, epsilon)])
             }
         }
@@ -286,23 +375,23 @@ impl<'a> Analysis<'a> {
 
     /// Why flow `f` has no bound: the most loaded queue of its path (mean load of the flows it
     /// sees against the capacity).
-    pub fn overload_reason(&self, f: usize) -> String {
-        let lvl = self.level[f];
-        most_loaded_queue(
-            self.net,
-            &self.net.flows[f].path,
-            lvl,
-            "no stable θ",
-            |q| {
-                self.net
-                    .flows
-                    .iter()
-                    .enumerate()
-                    .filter(|(g, fl)| (*g == f || self.level[*g] <= lvl) && fl.path.contains(&q))
-                    .filter_map(|(_, fl)| fl.mmpp.as_ref().map(|m| m.mean_work_per_s()))
-                    .sum()
-            },
-        )
+    pub fn overload_reason(&mut self, f: usize) -> String {
+        let lvl = self.level(f);
+        let path = &self.net.flows[f].path;
+        let mut loads = HashMap::new();
+        for &q in path {
+            let flows = self.flows_at(q).to_vec();
+            let load: f64 = flows
+                .into_iter()
+                .filter(|&g| g == f || self.level(g) <= lvl)
+                .filter_map(|g| self.net.flows[g].mmpp.as_ref())
+                .map(|m| m.mean_work_per_s())
+                .sum();
+            loads.insert(q, load);
+        }
+        most_loaded_queue(self.net, path, lvl, "no stable θ", |q| {
+            loads.get(&q).copied().unwrap_or(0.0)
+        })
     }
 
     fn enter(&mut self, key: &Key) -> Result<(), CalculusError> {
@@ -369,16 +458,14 @@ impl<'a> Analysis<'a> {
         type Members = Vec<(usize, usize)>;
         let mut groups: BTreeMap<(usize, usize, Option<usize>), Members> = BTreeMap::new();
         // the flows crossing the path, ascending (the order the groups' members keep)
-        let mut crossing: Vec<usize> = path
-            .iter()
-            .filter_map(|&q| self.at_queue.get(q))
-            .flatten()
-            .copied()
-            .collect();
+        let mut crossing: Vec<usize> = Vec::new();
+        for &q in path {
+            crossing.extend_from_slice(self.flows_at(q));
+        }
         crossing.sort_unstable();
         crossing.dedup();
         for g in crossing {
-            if excluded.contains(&g) || self.level[g] > level {
+            if excluded.contains(&g) || self.level(g) > level {
                 continue;
             }
             let gp = &self.net.flows[g].path;
@@ -424,7 +511,7 @@ impl<'a> Analysis<'a> {
             // path[i..x]
             let mut ids: Vec<usize> = members.iter().map(|&(g, _)| g).collect();
             ids.sort_unstable();
-            let lvl = ids.iter().map(|&g| self.level[g]).max().unwrap_or(level);
+            let lvl = ids.iter().map(|&g| self.level(g)).max().unwrap_or(level);
             for x in i..=j {
                 let ax = if x == i {
                     a.clone()
@@ -471,7 +558,7 @@ impl<'a> Analysis<'a> {
                 }
                 None => {
                     x += 1;
-                    self.link[path[x - 1]].clone()
+                    self.link(path[x - 1])
                 }
             };
             svc = Some(match svc {
@@ -479,7 +566,7 @@ impl<'a> Analysis<'a> {
                 Some(prev) => self.alg.convolve(&prev, &piece),
             });
         }
-        let mut svc = svc.unwrap_or_else(|| self.link[path[i]].clone());
+        let mut svc = svc.unwrap_or_else(|| self.link(path[i]));
         if let Some(arrs) = subtract.get(&(i, j)) {
             if let Some(agg) = self.alg.aggregate_all(arrs) {
                 svc = self.alg.leftover(&svc, &agg);
@@ -495,17 +582,15 @@ impl<'a> Analysis<'a> {
         prev: Option<usize>,
     ) -> Result<MgfArrival, CalculusError> {
         if prev.is_none() {
-            if let Some(a) = self
-                .use_totals
-                .then(|| self.by_difference(members))
-                .flatten()
-            {
-                return Ok(a);
+            if self.use_totals {
+                if let Some(a) = self.by_difference(members)? {
+                    return Ok(a);
+                }
             }
-            let srcs: Vec<MgfArrival> = members
-                .iter()
-                .map(|&(g, _)| self.source[g].clone())
-                .collect();
+            let mut srcs: Vec<MgfArrival> = Vec::with_capacity(members.len());
+            for &(g, _) in members {
+                srcs.push(self.source(g)?);
+            }
             return self
                 .alg
                 .aggregate_all(&srcs)
@@ -538,7 +623,7 @@ impl<'a> Analysis<'a> {
                 .alg
                 .aggregate_all(&ins)
                 .ok_or_else(|| CalculusError::Invalid("empty group".into()))?;
-            let lvl = ids.iter().map(|&g| self.level[g]).max().unwrap_or(0);
+            let lvl = ids.iter().map(|&g| self.level(g)).max().unwrap_or(0);
             let s = self.path_service(&upath, &ids, lvl)?;
             Ok(self.alg.output(&agg, &s))
         })();
@@ -554,15 +639,24 @@ impl<'a> Analysis<'a> {
     /// per evaluation whatever the number of flows sharing it. `None` (aggregate the members
     /// instead) when fewer than half would be left out or when some of those sources depend
     /// on each other (a dependency group: Hölder, not a plain sum).
-    fn by_difference(&mut self, members: &[(usize, usize)]) -> Option<MgfArrival> {
-        let q = *self.net.flows[members.first()?.0].path.first()?;
-        let lvl = members.iter().map(|&(g, _)| self.level[g]).max()?;
+    fn by_difference(
+        &mut self,
+        members: &[(usize, usize)],
+    ) -> Result<Option<MgfArrival>, CalculusError> {
+        let Some(&q) = members
+            .first()
+            .and_then(|&(g, _)| self.net.flows[g].path.first())
+        else {
+            return Ok(None);
+        };
+        let Some(lvl) = members.iter().map(|&(g, _)| self.level(g)).max() else {
+            return Ok(None);
+        };
         let starting: Vec<usize> = self
-            .at_queue
-            .get(q)?
-            .iter()
-            .copied()
-            .filter(|&g| self.net.flows[g].path.first() == Some(&q) && self.level[g] <= lvl)
+            .flows_at(q)
+            .to_vec()
+            .into_iter()
+            .filter(|&g| self.net.flows[g].path.first() == Some(&q) && self.level(g) <= lvl)
             .collect();
         let rest: Vec<usize> = starting
             .iter()
@@ -570,37 +664,45 @@ impl<'a> Analysis<'a> {
             .filter(|g| !members.iter().any(|&(m, _)| m == *g))
             .collect();
         if members.len() < 2 || 2 * rest.len() > members.len() {
-            return None;
+            return Ok(None);
         }
         if !self.totals.contains_key(&(q, lvl)) {
             // independent sources only: each derives from its own flow, no dependency group
             let independent = starting
                 .iter()
-                .all(|&g| self.source[g].deps() == &Deps::single(g));
+                .all(|&g| self.group_of(self.net.flows[g].tenant).is_none());
             let total = if independent {
-                let srcs: Vec<MgfArrival> =
-                    starting.iter().map(|&g| self.source[g].clone()).collect();
+                let mut srcs: Vec<MgfArrival> = Vec::with_capacity(starting.len());
+                for &g in &starting {
+                    srcs.push(self.source(g)?);
+                }
                 self.alg.aggregate_all(&srcs)
             } else {
                 None
             };
             self.totals.insert((q, lvl), total);
         }
-        let total = self.totals.get(&(q, lvl))?.clone()?;
+        let Some(total) = self.totals.get(&(q, lvl)).cloned().flatten() else {
+            return Ok(None);
+        };
         if rest.is_empty() {
-            return Some(total);
+            return Ok(Some(total));
         }
-        let parts: Vec<MgfArrival> = rest.iter().map(|&g| self.source[g].clone()).collect();
-        let deps = members.iter().fold(Deps::none(), |acc, &(g, _)| {
-            acc.union(self.source[g].deps())
-        });
-        self.alg.difference(&total, &parts, deps)
+        let mut parts: Vec<MgfArrival> = Vec::with_capacity(rest.len());
+        for &g in &rest {
+            parts.push(self.source(g)?);
+        }
+        let mut deps = Deps::none();
+        for &(g, _) in members {
+            deps = deps.union(self.source(g)?.deps());
+        }
+        Ok(self.alg.difference(&total, &parts, deps))
     }
 
     /// Flow g's arrival at the `idx`-th queue of its path, SNC-Meister style.
     fn flow_at(&mut self, g: usize, idx: usize) -> Result<MgfArrival, CalculusError> {
         if idx == 0 {
-            return Ok(self.source[g].clone());
+            return self.source(g);
         }
         let key = Key::FlowAt(g, idx);
         if let Some(a) = self.arrivals.get(&key) {
@@ -608,10 +710,11 @@ impl<'a> Analysis<'a> {
         }
         self.enter(&key)?;
         let prefix = self.net.flows[g].path[..idx].to_vec();
-        let result = self.path_service(&prefix, &[g], self.level[g]);
+        let result = self.path_service(&prefix, &[g], self.level(g));
         self.active.remove(&key);
         let s = result?;
-        let a = self.alg.output(&self.source[g].clone(), &s);
+        let src = self.source(g)?;
+        let a = self.alg.output(&src, &s);
         self.arrivals.insert(key, a.clone());
         Ok(a)
     }
@@ -619,7 +722,7 @@ impl<'a> Analysis<'a> {
     /// Flow g's arrival at the `idx`-th queue of its path, hop by hop.
     fn hop_arrival(&mut self, g: usize, idx: usize) -> Result<MgfArrival, CalculusError> {
         if idx == 0 {
-            return Ok(self.source[g].clone());
+            return self.source(g);
         }
         let key = Key::HopArrival(g, idx);
         if let Some(a) = self.arrivals.get(&key) {
@@ -647,16 +750,16 @@ impl<'a> Analysis<'a> {
         self.enter(&key)?;
         let result: Result<_, CalculusError> = (|| {
             let mut cross = Vec::new();
-            let at_q = self.at_queue.get(q).cloned().unwrap_or_default();
+            let at_q = self.flows_at(q).to_vec();
             for h in at_q {
-                if h == g || self.level[h] > self.level[g] {
+                if h == g || self.level(h) > self.level(g) {
                     continue;
                 }
                 if let Some(pos) = self.net.flows[h].path.iter().position(|&x| x == q) {
                     cross.push(self.hop_arrival(h, pos)?);
                 }
             }
-            let link = self.link[q].clone();
+            let link = self.link(q);
             Ok(match self.alg.aggregate_all(&cross) {
                 Some(agg) => self.alg.leftover(&link, &agg),
                 None => link,
