@@ -44,6 +44,9 @@ pub(crate) struct AdmittedIndex {
     by_slo: BTreeMap<SloKey, BTreeSet<usize>>,
     /// the keys of `by_slo`, ascending: a rank is a binary search
     distinct: Vec<SloKey>,
+    /// per tenant index, whether it is in `by_slo` (a decision asks for levels per flow it
+    /// reads: this answers without searching the sets)
+    ranked_in: Vec<bool>,
     /// the admitted tenants whose level is fixed: an explicit priority, or the grant's level
     fixed: HashMap<usize, u32>,
     queues: QueueIndex,
@@ -58,6 +61,7 @@ impl AdmittedIndex {
             ),
             by_slo: BTreeMap::new(),
             distinct: Vec::new(),
+            ranked_in: Vec::new(),
             fixed: HashMap::new(),
             queues: QueueIndex::new(),
         }
@@ -100,6 +104,10 @@ impl AdmittedIndex {
                     self.distinct.insert(at, key);
                 }
                 self.by_slo.entry(key).or_default().insert(t);
+                if self.ranked_in.len() <= t {
+                    self.ranked_in.resize(t + 1, false);
+                }
+                self.ranked_in[t] = true;
             }
             None => {
                 let level = self.fixed_level(net, t, grant);
@@ -113,6 +121,9 @@ impl AdmittedIndex {
     pub fn remove(&mut self, net: &Network, t: usize) {
         match self.ranked_slo(net, t) {
             Some(key) => {
+                if let Some(r) = self.ranked_in.get_mut(t) {
+                    *r = false;
+                }
                 if let Some(set) = self.by_slo.get_mut(&key) {
                     set.remove(&t);
                     if set.is_empty() {
@@ -132,9 +143,9 @@ impl AdmittedIndex {
     pub fn level(&self, net: &Network, t: usize) -> Option<u32> {
         match self.ranked_slo(net, t) {
             Some(key) => self
-                .by_slo
-                .get(&key)
-                .is_some_and(|set| set.contains(&t))
+                .ranked_in
+                .get(t)
+                .is_some_and(|&r| r)
                 .then(|| self.rank(key)),
             None => self.fixed.get(&t).copied(),
         }

@@ -52,16 +52,20 @@
 //! This crate does no I/O and reads no clock; time per decision is measured by callers.
 
 mod index;
+mod names;
 mod policy;
 
 pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use index::AdmittedIndex;
+use names::Names;
 use policy::Thetas;
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use tailbound_calculus::snc::MmppBound;
 use tailbound_calculus::{packetization_allowance_s, Bound, CalculusError, TenantBound};
 use tailbound_model::{
     flow_name, Bucket, Decisions, Excess, Network, NetworkBuilder, NetworkError, NetworkSize,
@@ -198,6 +202,10 @@ pub struct Admission<'n> {
     index: AdmittedIndex,
     /// where each admitted tenant's bound was last minimised
     thetas: Thetas,
+    /// the names in the network, for checking what is appended
+    names: Names,
+    /// per flow, its MMPP bound built once (SNC-Meister; empty otherwise)
+    sources: Sources,
 }
 
 /// A decided arrival not yet recorded ([`Admission::decide`], [`Admission::record`]).
@@ -252,6 +260,8 @@ impl<'n> Admission<'n> {
         net.validate()?;
         policy::check_models(&net, policy)?;
         let packets_s = allowances(&net, Some(ETHERNET_MTU_BYTES));
+        let names = Names::of(&net);
+        let sources = mmpp_bounds(&net, policy, 0);
         Ok(Admission {
             net,
             policy,
@@ -264,6 +274,8 @@ impl<'n> Admission<'n> {
             packets_s,
             index: AdmittedIndex::new(policy),
             thetas: Thetas::new(),
+            names,
+            sources,
         })
     }
 
@@ -311,13 +323,17 @@ impl<'n> Admission<'n> {
         let mut b = NetworkBuilder::from_network(std::mem::take(net));
         let grown = grow(&mut b);
         *net = b.into_network();
+        let names = &self.names;
         let checked = grown.map_err(AdmissionError::from).and_then(|r| {
-            net.validate_from(size)?;
+            net.validate_from_with(size, &|what, name| names.taken(what, name))?;
             policy::check_models_from(net, self.policy, size.flows)?;
             Ok(r)
         });
         match checked {
             Ok(r) => {
+                self.names.add_from(&self.net, size);
+                let more = mmpp_bounds(&self.net, self.policy, size.flows);
+                self.sources.extend(more);
                 if let Some(mtu) = self.mtu_bytes {
                     let net = &self.net;
                     self.packets_s.extend(
@@ -328,7 +344,8 @@ impl<'n> Admission<'n> {
                 Ok(r)
             }
             Err(e) => {
-                self.truncate(size)?;
+                // nothing appended has arrived, and its names were never recorded
+                self.cut(size);
                 Err(e)
             }
         }
@@ -340,13 +357,20 @@ impl<'n> Admission<'n> {
         if let Some(&t) = self.arrived.range(size.tenants..).next() {
             return Err(AdmissionError::Retract(self.net.tenants[t].name.clone()));
         }
+        self.names.remove_from(&self.net, size);
+        self.cut(size);
+        Ok(())
+    }
+
+    /// Drops the network's items past `size` (not their names).
+    fn cut(&mut self, size: NetworkSize) {
         let net = self.net.to_mut();
         net.hosts.truncate(size.hosts);
         net.queues.truncate(size.queues);
         net.flows.truncate(size.flows);
         net.tenants.truncate(size.tenants);
         self.packets_s.truncate(size.tenants);
-        Ok(())
+        self.sources.truncate(size.flows);
     }
 
     /// Renames tenant `tenant` and its flows (`<name>-req`, ...): a departed tenant's name
@@ -356,12 +380,14 @@ impl<'n> Admission<'n> {
         if tenant >= len {
             return Err(AdmissionError::UnknownTenant { index: tenant, len });
         }
+        self.names.remove_tenant(&self.net, tenant);
         let net = self.net.to_mut();
         for i in 0..net.tenants[tenant].flows.len() {
             let f = net.tenants[tenant].flows[i];
             net.flows[f].name = flow_name(name, net.flows[f].stage);
         }
         net.tenants[tenant].name = name.to_string();
+        self.names.add_tenant(&self.net, tenant);
         Ok(())
     }
 
@@ -538,6 +564,7 @@ impl<'n> Admission<'n> {
                 Rebound::Neighbourhood => policy::Scope::Neighbourhood {
                     changed: &changed,
                     index: &self.index,
+                    sources: &self.sources,
                 },
                 Rebound::Full => policy::Scope::Full,
             },
@@ -687,6 +714,8 @@ impl<'n> Admission<'n> {
             packets_s,
             index,
             thetas: state.thetas,
+            names: Names::of(net),
+            sources: mmpp_bounds(net, state.policy, 0),
         })
     }
 
@@ -735,6 +764,28 @@ impl<'n> Admission<'n> {
                 .collect(),
         }
     }
+}
+
+/// Per flow, its MMPP bound, built once.
+type Sources = Vec<Option<Arc<MmppBound>>>;
+
+/// The MMPP bounds of `net`'s flows from index `from` on, for the policies whose decisions
+/// read them over a neighbourhood (SNC-Meister; none otherwise). A flow whose MMPP is
+/// missing or invalid has none: the analysis that reads it reports why.
+fn mmpp_bounds(net: &Network, policy: Policy, from: usize) -> Sources {
+    if policy != Policy::SncMeister {
+        return Vec::new();
+    }
+    net.flows
+        .iter()
+        .skip(from)
+        .map(|f| {
+            f.mmpp
+                .as_ref()
+                .and_then(|m| MmppBound::new(m).ok())
+                .map(Arc::new)
+        })
+        .collect()
 }
 
 /// Each tenant's packetization allowance [s] (empty when fluid).

@@ -4,8 +4,9 @@
 use crate::index::AdmittedIndex;
 use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tailbound_calculus::dnc::{shaper_delay, Envelope};
-use tailbound_calculus::snc::Present;
+use tailbound_calculus::snc::{MmppBound, Present};
 use tailbound_calculus::{
     bound_hinted, bound_hinted_over, Bound, BoundOptions, Hint, HintedBound, Method, Reach,
     TenantBound,
@@ -77,14 +78,16 @@ pub(crate) fn check_models_from(
 }
 
 /// Which tenants of a set [`bound_set`] bounds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub(crate) enum Which<'a> {
     /// every one
     All,
     /// the newcomer and those at its level or below
     AtOrBelow(usize),
-    /// these, ascending (the set being the tenants their bounds read: crate docs)
-    These(&'a [usize]),
+    /// these, ascending (the set being the tenants their bounds read: crate docs), each
+    /// tenant of the set at its level in the whole admission (`None`: not admitted), not at
+    /// its rank in the set
+    These(&'a [usize], &'a dyn Fn(usize) -> Option<u32>),
 }
 
 /// Which tenants an arrival re-bounds ([`crate::Rebound`]).
@@ -95,6 +98,8 @@ pub(crate) enum Scope<'a> {
     Neighbourhood {
         changed: &'a [usize],
         index: &'a AdmittedIndex,
+        /// per flow, its MMPP bound when built once (SNC-Meister)
+        sources: &'a [Option<Arc<MmppBound>>],
     },
     /// the newcomer and every admitted tenant at its level or below, on the whole network
     Full,
@@ -317,7 +322,11 @@ fn check(
     scope: Scope,
 ) -> Result<(Option<f64>, Option<String>, Vec<(usize, Vec<f64>)>), AdmissionError> {
     let bounds = match scope {
-        Scope::Neighbourhood { changed, index } => {
+        Scope::Neighbourhood {
+            changed,
+            index,
+            sources,
+        } => {
             let level = |t: usize| index.level_with(net, t, newcomer, g);
             let reach = Reach::over(net, index.queues(), &[newcomer], level);
             let changed: Vec<(usize, u32)> = changed
@@ -333,7 +342,13 @@ fn check(
                         admitted.get(&t)
                     }
                 };
-                bound_over(net, &reach, groups, &grant_of, &affected, packets_s, thetas)?
+                let present = Neighbours {
+                    net,
+                    reach: &reach,
+                    groups,
+                    sources,
+                };
+                bound_over(net, &present, &grant_of, &affected, packets_s, thetas)?
             } else {
                 let set: Vec<(usize, &Grant)> = reach
                     .inputs(&affected)
@@ -352,7 +367,7 @@ fn check(
                     &set,
                     groups,
                     packets_s,
-                    Which::These(&affected),
+                    Which::These(&affected, &level),
                     thetas,
                 )?
             }
@@ -371,6 +386,13 @@ fn check(
             )?
         }
     };
+    if std::env::var_os("TB_DEBUG").is_some() {
+        eprintln!(
+            "DBG bounded {} searched {}",
+            bounds.len(),
+            bounds.iter().filter(|h| h.searched).count()
+        );
+    }
     let found = bounds
         .iter()
         .filter(|h| h.searched)
@@ -437,9 +459,13 @@ fn bound_set_hinted(
         if let Some(group) = groups.get(&t) {
             spec.group = Some(group.clone());
         }
-        match policy {
-            Policy::SncMeister | Policy::SncMartingale | Policy::PriorityMeister => {}
-            Policy::SiloPlusPlus | Policy::QjumpPlusPlus => spec.priority = Some(grant.level),
+        match (which, policy) {
+            // the levels DNC reports (in a rejection's reason) are the admission's
+            (Which::These(_, level), Policy::PriorityMeister) => {
+                spec.priority = level(t).or(spec.priority)
+            }
+            (_, Policy::SncMeister | Policy::SncMartingale | Policy::PriorityMeister) => {}
+            (_, Policy::SiloPlusPlus | Policy::QjumpPlusPlus) => spec.priority = Some(grant.level),
         }
         for (&f, buckets) in spec.flows.iter().zip(&grant.buckets) {
             if buckets.is_empty() {
@@ -462,7 +488,7 @@ fn bound_set_hinted(
     }
     let levels = sub.priorities();
     let which: Vec<usize> = match which {
-        Which::These(bounded) => (0..sub.tenants.len())
+        Which::These(bounded, _) => (0..sub.tenants.len())
             .filter(|&i| bounded.binary_search(&set[i].0).is_ok())
             .collect(),
         Which::AtOrBelow(n) => match set.iter().position(|&(t, _)| t == n) {
@@ -531,6 +557,7 @@ struct Neighbours<'a> {
     net: &'a Network,
     reach: &'a Reach<'a>,
     groups: &'a HashMap<usize, String>,
+    sources: &'a [Option<Arc<MmppBound>>],
 }
 
 impl Present for Neighbours<'_> {
@@ -548,6 +575,10 @@ impl Present for Neighbours<'_> {
             .or(self.net.tenants[t].group.as_ref())
             .map(String::as_str)
     }
+
+    fn mmpp(&self, f: usize) -> Option<Arc<MmppBound>> {
+        self.sources.get(f).cloned().flatten()
+    }
 }
 
 /// The bounds of the tenants `bounded` (ascending) among those `reach` sees running with their
@@ -557,8 +588,7 @@ impl Present for Neighbours<'_> {
 /// [`bound_set_hinted`] gives on the network of the tenants their bounds read.
 fn bound_over<'g>(
     net: &Network,
-    reach: &Reach,
-    groups: &HashMap<usize, String>,
+    present: &Neighbours,
     grant_of: &dyn Fn(usize) -> Option<&'g Grant>,
     bounded: &[usize],
     packets_s: &[f64],
@@ -575,11 +605,10 @@ fn bound_over<'g>(
         .zip(&grants)
         .map(|(&t, grant)| hint(net, t, grant, packets_s, thetas))
         .collect();
-    let present = Neighbours { net, reach, groups };
     let mut bounds = bound_hinted_over(
         net,
         Method::SncMeister,
-        &present,
+        present,
         bounded,
         &BoundOptions::default(),
         &hints,

@@ -208,16 +208,29 @@ impl Network {
     /// name), in time linear in the network rather than a hash of every name, so that a
     /// network grown one tenant at a time is not checked whole at every step.
     pub fn validate_from(&self, from: NetworkSize) -> Result<(), NetworkError> {
-        fn unique<'a, T: 'a>(
-            what: &'static str,
-            items: &'a [T],
-            from: usize,
-            name: impl Fn(&'a T) -> &'a str,
-        ) -> Result<(), NetworkError> {
-            let mut names = HashSet::new();
-            for item in items.iter().skip(from) {
-                let n = name(item);
-                if !names.insert(n) || (from > 0 && items[..from].iter().any(|o| name(o) == n)) {
+        let before = |what: &'static str, n: &str| match what {
+            "host" => self.hosts[..from.hosts].iter().any(|h| h.name == n),
+            "queue" => self.queues[..from.queues].iter().any(|q| q.name == n),
+            "flow" => self.flows[..from.flows].iter().any(|f| f.name == n),
+            _ => self.tenants[..from.tenants].iter().any(|t| t.name == n),
+        };
+        self.validate_from_with(from, &before)
+    }
+
+    /// [`Network::validate_from`] with the names of the items before `from` looked up in
+    /// `taken(what, name)` (`what`: "host", "queue", "flow" or "tenant") instead of scanned:
+    /// for a caller that keeps them indexed, so that appending costs what is appended.
+    pub fn validate_from_with(
+        &self,
+        from: NetworkSize,
+        taken: &dyn Fn(&'static str, &str) -> bool,
+    ) -> Result<(), NetworkError> {
+        let unique = |what: &'static str,
+                      names: &mut dyn Iterator<Item = &str>|
+         -> Result<(), NetworkError> {
+            let mut seen = HashSet::new();
+            for n in names {
+                if !seen.insert(n) || taken(what, n) {
                     return Err(NetworkError::Duplicate {
                         what,
                         name: n.to_string(),
@@ -225,11 +238,31 @@ impl Network {
                 }
             }
             Ok(())
-        }
-        unique("host", &self.hosts, from.hosts, |h| &h.name)?;
-        unique("queue", &self.queues, from.queues, |q| &q.name)?;
-        unique("flow", &self.flows, from.flows, |f| &f.name)?;
-        unique("tenant", &self.tenants, from.tenants, |t| &t.name)?;
+        };
+        unique(
+            "host",
+            &mut self.hosts.iter().skip(from.hosts).map(|h| h.name.as_str()),
+        )?;
+        unique(
+            "queue",
+            &mut self
+                .queues
+                .iter()
+                .skip(from.queues)
+                .map(|q| q.name.as_str()),
+        )?;
+        unique(
+            "flow",
+            &mut self.flows.iter().skip(from.flows).map(|f| f.name.as_str()),
+        )?;
+        unique(
+            "tenant",
+            &mut self
+                .tenants
+                .iter()
+                .skip(from.tenants)
+                .map(|t| t.name.as_str()),
+        )?;
         for (hi, h) in self.hosts.iter().enumerate().skip(from.hosts) {
             let queues = [
                 (QueueKind::Egress, Some(h.egress)),

@@ -117,6 +117,9 @@ fn main() {
         admitted += usize::from(p.decision.admitted);
         e.apply(p).expect("applied");
         latencies.push(t.elapsed().as_secs_f64());
+        if std::env::var_os("TB_DEBUG").is_some() {
+            eprintln!("DBG lat {}", t.elapsed().as_secs_f64() * 1e3);
+        }
         if (i + 1) % 1000 == 0 {
             eprintln!(
                 "{} arrivals, {admitted} admitted, {:.0} s",

@@ -305,7 +305,7 @@ fn grid_point(theta: f64) -> Option<i32> {
 
 #[derive(Debug)]
 enum ArrivalKind {
-    Mmpp(MmppBound),
+    Mmpp(Arc<MmppBound>),
     /// mutually independent arrivals added up (an n-ary ⊕ without Hölder)
     Sum(Vec<MgfArrival>),
     Aggregate(MgfArrival, MgfArrival, Option<usize>),
@@ -759,6 +759,12 @@ impl Algebra {
 
     /// An MMPP arrival deriving from `deps` (its flow, its dependency group).
     pub fn mmpp(&self, m: MmppBound, deps: Deps) -> MgfArrival {
+        self.mmpp_shared(Arc::new(m), deps)
+    }
+
+    /// [`Algebra::mmpp`] of a bound shared with other analyses (built once, e.g. when its flow
+    /// was added to a long-running admission).
+    pub fn mmpp_shared(&self, m: Arc<MmppBound>, deps: Deps) -> MgfArrival {
         MgfArrival(Arc::new(ArrivalNode::new(ArrivalKind::Mmpp(m), deps)))
     }
 

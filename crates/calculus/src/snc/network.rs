@@ -48,6 +48,7 @@ use super::search;
 use crate::{Bound, CalculusError, Method, ThetaSearch};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use tailbound_model::Network;
 
 /// The tenants of a network an [`Analysis`] sees, when it is not all of them (the admitted
@@ -63,6 +64,11 @@ pub trait Present {
     fn flows_at(&self, q: usize) -> Vec<usize>;
     /// The dependency group tenant `t` bursts with, if any.
     fn group(&self, t: usize) -> Option<&str>;
+    /// Flow `f`'s MMPP bound when the caller keeps it built (`None`: the analysis builds it
+    /// from the flow's MMPP).
+    fn mmpp(&self, _f: usize) -> Option<Arc<MmppBound>> {
+        None
+    }
 }
 
 /// A level not computed yet ([`Analysis::level`]).
@@ -215,14 +221,19 @@ impl<'a> Analysis<'a> {
             }
             Some(_) => {}
         }
-        let bound = MmppBound::new(m)
-            .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?;
+        let bound = match self.present.and_then(|p| p.mmpp(f)) {
+            Some(b) => b,
+            None => Arc::new(
+                MmppBound::new(m)
+                    .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?,
+            ),
+        };
         let group = self.group_of(flow.tenant).map(str::to_string);
         let mut deps = Deps::single(self.id(Source::Flow(f)));
         if let Some(g) = group {
             deps.insert(self.id(Source::Group(g)));
         }
-        let a = self.alg.mmpp(bound, deps);
+        let a = self.alg.mmpp_shared(bound, deps);
         self.source[f] = Some(a.clone());
         Ok(a)
     }
