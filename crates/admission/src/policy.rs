@@ -386,13 +386,6 @@ fn check(
             )?
         }
     };
-    if std::env::var_os("TB_DEBUG").is_some() {
-        eprintln!(
-            "DBG bounded {} searched {}",
-            bounds.len(),
-            bounds.iter().filter(|h| h.searched).count()
-        );
-    }
     let found = bounds
         .iter()
         .filter(|h| h.searched)

@@ -4,8 +4,9 @@
 //! server hosts (default 1 000) from as many client hosts, 1 Gbit/s links; each arrival is
 //! proposed and applied ([`Engine::propose_arrival`], [`Engine::apply`]: everything but the
 //! database commit and HTTP) and timed. At 1 000 tenants and at `TENANTS` it prints the median
-//! and p99 of the last 10 % of those arrivals, then samples `FULL_SAMPLES` what-if arrivals
-//! (default 10; 0: none, e.g. to profile the arrivals alone) on the same state both incrementally and re-bounding every tenant at the
+//! and p99 of the last 10 % of those arrivals, and of the CPU time the decisions ran (on a
+//! shared machine the wall time includes other processes' turns on the core); then samples `FULL_SAMPLES` what-if arrivals (default 10; 0: none, e.g. to profile the arrivals
+//! alone) on the same state both incrementally and re-bounding every tenant at the
 //! newcomer's level or below ([`Rebound::Full`]), side by side: full re-bounding is too slow
 //! to run for every arrival. Bounded in count; no network, no files.
 //!
@@ -60,6 +61,19 @@ fn row(tenants: usize, mode: &str, how: &str, v: &[f64]) {
     );
 }
 
+/// The CPU time this thread has run [s] (`CLOCK_THREAD_CPUTIME_ID`), `None` if unavailable:
+/// on a shared machine a decision's wall time includes the time other processes held the
+/// core, its CPU time does not.
+fn thread_cpu_s() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
+}
+
 /// `samples` what-if arrivals of the next tenants on `e`'s state [s each].
 fn what_ifs(e: &mut Engine, cands: &[Candidate]) -> Vec<f64> {
     cands
@@ -106,10 +120,12 @@ fn main() {
     );
     let mut rng = Rng::new(1);
     let mut latencies = Vec::with_capacity(tenants);
+    let mut cpu = Vec::with_capacity(tenants);
     let mut admitted = 0;
     let started = Instant::now();
     for i in 0..tenants {
         let c = candidate(&mut rng, cluster, i);
+        let c0 = thread_cpu_s();
         let t = Instant::now();
         let p = e
             .propose_arrival(&c, DecisionKind::Arrive, "", 0)
@@ -117,8 +133,8 @@ fn main() {
         admitted += usize::from(p.decision.admitted);
         e.apply(p).expect("applied");
         latencies.push(t.elapsed().as_secs_f64());
-        if std::env::var_os("TB_DEBUG").is_some() {
-            eprintln!("DBG lat {}", t.elapsed().as_secs_f64() * 1e3);
+        if let (Some(a), Some(b)) = (c0, thread_cpu_s()) {
+            cpu.push(b - a);
         }
         if (i + 1) % 1000 == 0 {
             eprintln!(
@@ -136,6 +152,14 @@ fn main() {
                 &format!("arrivals {}..{n}", n - n / 10 + 1),
                 window,
             );
+            if cpu.len() == latencies.len() {
+                row(
+                    n,
+                    "incremental",
+                    &format!("CPU time of {}..{n}", n - n / 10 + 1),
+                    &cpu[n - n / 10..],
+                );
+            }
             if samples == 0 {
                 continue;
             }
