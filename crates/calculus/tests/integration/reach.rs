@@ -1,9 +1,13 @@
 //! `Reach`'s two rules on random small clusters, for each analysis admission uses: a
 //! newcomer moves no bound outside [`Reach::affected`], and the affected tenants bounded on
-//! the network of their [`Reach::inputs`] get the bounds of the whole network.
+//! the network of their [`Reach::inputs`] get the bounds of the whole network; so do they
+//! analysed in place over the reach ([`bound_hinted_over`]), under SNC-Meister.
 
 use proptest::prelude::*;
-use tailbound_calculus::{bound_all, Bound, BoundOptions, Method, Reach, TenantBound};
+use tailbound_calculus::snc::Present;
+use tailbound_calculus::{
+    bound_all, bound_hinted_over, Bound, BoundOptions, Method, Reach, TenantBound,
+};
 use tailbound_model::Network;
 use tailbound_testdata::synthetic::{self, Cluster, Rng};
 
@@ -26,6 +30,26 @@ fn same(a: &Bound, b: &Bound) -> bool {
 
 fn sub(net: &Network, ids: &[usize]) -> Network {
     net.subset(ids).0
+}
+
+/// The tenants a reach sees, in their own groups.
+struct Over<'a> {
+    net: &'a Network,
+    reach: &'a Reach<'a>,
+}
+
+impl Present for Over<'_> {
+    fn level(&self, t: usize) -> Option<u32> {
+        self.reach.level(t)
+    }
+
+    fn flows_at(&self, q: usize) -> Vec<usize> {
+        self.reach.flows_at(q)
+    }
+
+    fn group(&self, t: usize) -> Option<&str> {
+        self.net.tenants[t].group.as_deref()
+    }
 }
 
 fn check(method: Method, seed: u64, cluster: Cluster, tenants: usize) -> Result<(), TestCaseError> {
@@ -74,6 +98,27 @@ fn check(method: Method, seed: u64, cluster: Cluster, tenants: usize) -> Result<
             of(&near, name),
             of(&whole, name)
         );
+    }
+    if method == Method::SncMeister {
+        let over = Over {
+            net: &net,
+            reach: &reach,
+        };
+        let hints = vec![None; affected.len()];
+        let inplace = bound_hinted_over(&net, method, &over, &affected, &opts, &hints).unwrap();
+        prop_assert_eq!(inplace.len(), affected.len());
+        for (h, &t) in inplace.iter().zip(&affected) {
+            let name = &net.tenants[t].name;
+            prop_assert_eq!(&h.bound.name, name);
+            prop_assert!(h.searched);
+            prop_assert_eq!(
+                &h.bound.total,
+                of(&near, name),
+                "seed {}: {} in place over the reach, on its inputs' network",
+                seed,
+                name
+            );
+        }
     }
     Ok(())
 }
