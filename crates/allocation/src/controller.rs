@@ -28,7 +28,8 @@ use crate::mra::Mechanism;
 use crate::steps::{allocate_vdc, VdcAllocation};
 use crate::vdc::{Charge, Datacenter, ResourceKind};
 use tailbound_shaping::estimate::{
-    ApplianceReading, CapacityConfig, CapacityEstimator, DemandEstimator, DemandReport, Phase,
+    ApplianceReading, CapacityConfig, CapacityEstimator, CapacityState, DemandEstimator,
+    DemandReport, Phase,
 };
 
 /// How the controller runs.
@@ -357,6 +358,57 @@ impl Controller {
     /// When the next control step is due [ns].
     pub fn next_run_ns(&self) -> u64 {
         self.next_ns
+    }
+
+    /// What every physical resource's capacity estimator has learnt (`None` where none runs),
+    /// for [`Controller::resume_capacity`] after a restart.
+    pub fn capacity_states(&self) -> Vec<Option<CapacityState>> {
+        self.estimators
+            .iter()
+            .map(|e| e.as_ref().map(CapacityEstimator::state))
+            .collect()
+    }
+
+    /// Continues every capacity estimator from `states` (one entry per physical resource, as
+    /// [`Controller::capacity_states`] gave them; a `None` leaves that estimator as it is); the
+    /// capacities used from the next step are the stored estimates.
+    ///
+    /// # Errors
+    /// [`AllocError::Invalid`] naming the resource, when `states` has another length, a state
+    /// is given for a resource whose capacity is not estimated, or a state does not fit its
+    /// estimator's window; nothing changes then.
+    pub fn resume_capacity(&mut self, states: &[Option<CapacityState>]) -> Result<(), AllocError> {
+        let invalid = |context: String, message: String| AllocError::Invalid { context, message };
+        if states.len() != self.estimators.len() {
+            return Err(invalid(
+                "stored capacity estimates".into(),
+                format!(
+                    "{} entries; the datacenter has {} resources",
+                    states.len(),
+                    self.estimators.len()
+                ),
+            ));
+        }
+        let mut next = self.estimators.clone();
+        for (j, (s, e)) in states.iter().zip(&mut next).enumerate() {
+            let name = || format!("resource {:?}", self.dc.resources[j].name);
+            match (s, e) {
+                (None, _) => {}
+                (Some(_), None) => {
+                    return Err(invalid(name(), "its capacity is not estimated".into()));
+                }
+                (Some(s), Some(e)) => e
+                    .resume(s)
+                    .map_err(|err| invalid(name(), err.to_string()))?,
+            }
+        }
+        for (j, e) in next.iter().enumerate() {
+            if let (Some(_), Some(e)) = (&states[j], e) {
+                self.capacity[j] = e.estimate();
+            }
+        }
+        self.estimators = next;
+        Ok(())
     }
 
     /// Records flow `flow`'s statistics for the current interval (a later report for the same

@@ -39,4 +39,5 @@ pub use error::AllocError;
 pub use mra::{Mechanism, Mra};
 pub use problem::{Allocation, Problem, TenantId};
 pub use steps::{allocate_vdc, VdcAllocation};
+pub use tailbound_shaping::CapacityState;
 pub use vdc::{Datacenter, VdcSpec};

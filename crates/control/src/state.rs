@@ -9,7 +9,9 @@ use crate::protocol::{
 };
 use std::collections::{BTreeMap, HashMap};
 use tailbound_allocation::vdc::Datacenter;
-use tailbound_allocation::{ControlOutput, Controller, ControllerConfig, FlowReport, FlowSample};
+use tailbound_allocation::{
+    CapacityState, ControlOutput, Controller, ControllerConfig, FlowReport, FlowSample,
+};
 
 /// How the service runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +82,10 @@ pub struct Snapshot {
     pub local_rates: Vec<Vec<f64>>,
     /// the demand estimates it was computed from [tokens/s]
     pub demand: Vec<Vec<f64>>,
+    /// per physical resource, what its capacity estimator has learnt (`null` where none
+    /// runs); absent in snapshots stored before it was kept
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capacity: Vec<Option<CapacityState>>,
 }
 
 /// A registered enforcer in a [`Snapshot`].
@@ -465,10 +471,12 @@ impl ControlState {
     }
 
     /// What must survive a restart of the service hosting this controller: the step count,
-    /// which enforcer enforces which flows, and the last allocation (with the demand and
-    /// capacity it was computed from). Reports not yet used by a step and the estimators'
-    /// histories are not kept: after a restart the first report of a flow starts its demand
-    /// estimate again.
+    /// which enforcer enforces which flows, the last allocation with the demand it was
+    /// computed from, and what every capacity estimator has learnt (phase, estimate, probing
+    /// window, stable point), so that a restart neither probes an appliance from its
+    /// declared capacity again nor forgets an estimate below it. Reports not yet used by a
+    /// step and the demand estimators' histories are not kept: after a restart the first
+    /// report of a flow starts its demand estimate again.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             epoch: self.epoch,
@@ -484,6 +492,7 @@ impl ControlState {
             rates: self.last.allocation.rates.clone(),
             local_rates: self.last.allocation.local_rates.clone(),
             demand: self.last.demand.clone(),
+            capacity: self.controller.capacity_states(),
         }
     }
 
@@ -560,6 +569,19 @@ impl ControlState {
                 })
             })
             .collect();
+        if !s.capacity.is_empty() {
+            self.controller
+                .resume_capacity(&s.capacity)
+                .map_err(|e| bad(e.to_string()))?;
+            for (j, c) in s.capacity.iter().enumerate() {
+                if let (Some(c), Some(used), Some(phase)) =
+                    (c, self.last.capacity.get_mut(j), self.last.phase.get_mut(j))
+                {
+                    *used = c.estimate;
+                    *phase = Some(c.phase);
+                }
+            }
+        }
         self.enforcers = enforcers;
         self.owner = owner;
         self.epoch = s.epoch;
@@ -799,6 +821,63 @@ flows = [{ name = "b-kv", src = "b", dst = "kv" }]
         )
         .unwrap();
         assert!(!s.status(5 * S).enforcers[0].stale);
+    }
+
+    #[test]
+    fn a_snapshot_keeps_what_the_capacity_estimator_learnt() {
+        let spec = SPEC.replace("estimate = false", "estimate = true\nmax_capacity = 4e6");
+        let fresh = || {
+            let (_, dc) = VdcSpec::parse("t.toml", &spec).unwrap();
+            ControlState::new(dc, ControlConfig::default(), 0).unwrap()
+        };
+        let kv = |s: &ControlState, now| {
+            let st = s.status(now);
+            let r = st.resources.into_iter().find(|r| r.name == "kv").unwrap();
+            (r.capacity, r.phase)
+        };
+        let mut s = fresh();
+        let reg = Register {
+            flows: vec!["A/a-kv".into()],
+        };
+        s.register("e1", &reg, 0).unwrap();
+        // the appliance served its declared 1e6 tokens/s without queueing: the estimate
+        // probes the middle of (1e6, 4e6)
+        let r = Report {
+            span_ns: S,
+            flows: vec![stats("A/a-kv", 1e6, 0.0)],
+        };
+        s.report("e1", r, S - 1).unwrap();
+        s.step(S).unwrap();
+        let learnt = kv(&s, S);
+        assert_eq!(learnt, (2.5e6, Some("increase".to_string())));
+        let snap = s.snapshot();
+        let json = serde_json::to_string(&snap).unwrap();
+        assert!(json.contains(r#""min_w":1000000.0"#), "{json}");
+        let mut t = fresh();
+        assert_eq!(
+            kv(&t, 0).0,
+            1e6,
+            "a new controller starts at the declared capacity"
+        );
+        t.restore(&serde_json::from_str(&json).unwrap(), 7).unwrap();
+        assert_eq!(kv(&t, 7), learnt);
+        assert_eq!(t.snapshot(), snap);
+        // a snapshot stored before estimators were kept still loads, starting from scratch
+        let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
+        old.as_object_mut().unwrap().remove("capacity");
+        let mut u = fresh();
+        u.restore(&serde_json::from_value(old).unwrap(), 7).unwrap();
+        assert_eq!(kv(&u, 7).0, 1e6);
+        // an estimate outside the window is refused, naming the resource; nothing changes
+        let mut bad = snap;
+        let j = bad.capacity.iter().position(Option::is_some).unwrap();
+        if let Some(c) = bad.capacity[j].as_mut() {
+            c.estimate = 9e6;
+        }
+        let e = u.restore(&bad, 7).unwrap_err();
+        assert!(e.to_string().contains(r#"resource "kv""#), "{e}");
+        assert!(e.to_string().contains("9000000"), "{e}");
+        assert_eq!(kv(&u, 7).0, 1e6);
     }
 
     #[test]

@@ -78,6 +78,19 @@ pub enum EstimateError {
     )]
     InvalidWindow { min_w: f64, max_w: f64 },
     #[error(
+        "invalid stored capacity estimate {estimate} in window [{min_w}, {max_w}]: expected \
+         finite numbers with {cfg_min_w} <= minW <= maxW <= {cfg_max_w} and the estimate \
+         within [{cfg_min_w}, {cfg_max_w}] [tokens/s], and non-negative outstanding, workload \
+         and residence time"
+    )]
+    InvalidState {
+        estimate: f64,
+        min_w: f64,
+        max_w: f64,
+        cfg_min_w: f64,
+        cfg_max_w: f64,
+    },
+    #[error(
         "got {got} {what} entries for a flow with {expected} resources on its path; \
          pass one per resource"
     )]
@@ -217,7 +230,8 @@ pub struct ApplianceReading {
 
 /// The phase the estimator is in (Fig. 8); `Revert` labels the interval in which a revert
 /// happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
     /// ① binary-search increase
     Increase,
@@ -321,6 +335,25 @@ pub struct CapacityEstimator {
     shift_run: u32,
 }
 
+/// What a [`CapacityEstimator`] has learnt ([`CapacityEstimator::state`]), kept by its
+/// controller's host across a restart ([`CapacityEstimator::resume`]); the runs of consistent
+/// readings start again.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityState {
+    pub phase: Phase,
+    /// `C_EST` [tokens/s]
+    pub estimate: f64,
+    /// the probing window [tokens/s]
+    pub min_w: f64,
+    pub max_w: f64,
+    /// `O_s` [tokens] and the workload mix when the stable phase began
+    pub stable_outstanding: f64,
+    pub stable_workload: Vec<f64>,
+    /// the unloaded residence time [s]
+    pub base_residence_s: Option<f64>,
+}
+
 /// Total-variation distance between two non-negative weight vectors after normalizing (0 when
 /// both are empty or zero; 1 when exactly one is).
 pub fn workload_distance(a: &[f64], b: &[f64]) -> f64 {
@@ -408,6 +441,60 @@ impl CapacityEstimator {
     /// with, once a reading has served the estimate [s].
     pub fn base_residence_s(&self) -> Option<f64> {
         self.base_residence_s
+    }
+
+    /// What the estimator has learnt, to [`CapacityEstimator::resume`] it after a restart.
+    pub fn state(&self) -> CapacityState {
+        CapacityState {
+            phase: self.phase,
+            estimate: self.estimate,
+            min_w: self.min_w,
+            max_w: self.max_w,
+            stable_outstanding: self.stable_outstanding,
+            stable_workload: self.stable_workload.clone(),
+            base_residence_s: self.base_residence_s,
+        }
+    }
+
+    /// Continues from `s` (what [`CapacityEstimator::state`] returned before a restart); the
+    /// runs of consistent readings start again.
+    ///
+    /// # Errors
+    /// [`EstimateError::InvalidState`] unless `s` is one this estimator's settings can reach:
+    /// finite, the window `minW ≤ maxW` and `C_EST` inside the configured window (eq. (7) may
+    /// move `C_EST` below `minW` in the stable phase), outstanding, workload and residence
+    /// time non-negative. Nothing changes then.
+    pub fn resume(&mut self, s: &CapacityState) -> Result<(), EstimateError> {
+        let fin = |v: f64| v.is_finite() && v >= 0.0;
+        let ok = s.min_w.is_finite()
+            && s.estimate.is_finite()
+            && s.max_w.is_finite()
+            && self.cfg.min_w <= s.min_w
+            && s.min_w <= s.max_w
+            && s.max_w <= self.cfg.max_w
+            && self.cfg.min_w <= s.estimate
+            && s.estimate <= self.cfg.max_w
+            && fin(s.stable_outstanding)
+            && s.stable_workload.iter().all(|&w| fin(w))
+            && s.base_residence_s.is_none_or(fin);
+        if !ok {
+            return Err(EstimateError::InvalidState {
+                estimate: s.estimate,
+                min_w: s.min_w,
+                max_w: s.max_w,
+                cfg_min_w: self.cfg.min_w,
+                cfg_max_w: self.cfg.max_w,
+            });
+        }
+        self.phase = s.phase;
+        self.estimate = s.estimate;
+        self.min_w = s.min_w;
+        self.max_w = s.max_w;
+        self.stable_outstanding = s.stable_outstanding;
+        self.stable_workload.clone_from(&s.stable_workload);
+        self.base_residence_s = s.base_residence_s;
+        self.clear_runs();
+        Ok(())
     }
 
     fn restart(&mut self) {
@@ -859,6 +946,55 @@ mod tests {
                 Op::Expect(Phase::Stable, 6995.0, 7000.0, 9000.0),
             ],
         );
+    }
+
+    #[test]
+    fn a_resumed_estimator_continues_where_its_state_was_taken() {
+        let cfg = CapacityConfig {
+            stable_fraction: 0.3,
+            ..cfg1()
+        };
+        let mut a = CapacityEstimator::new(cfg).unwrap();
+        for thr in [1000.0, 5000.0, 7000.0] {
+            a.observe(&reading(thr, thr, 10.0, false, vec![1.0]));
+        }
+        assert_eq!(a.phase(), Phase::Stable);
+        let mut b = CapacityEstimator::new(cfg).unwrap();
+        b.resume(&a.state()).unwrap();
+        assert_eq!(b.state(), a.state());
+        // eq. (7) from the stored O_s: both move alike, below minW
+        let next = reading(7000.0, 7000.0, 30.0, false, vec![1.0]);
+        assert_eq!(a.observe(&next), 6990.0);
+        assert_eq!(b.observe(&next), 6990.0);
+        let mut d = CapacityEstimator::new(cfg).unwrap();
+        d.resume(&a.state()).unwrap();
+        assert_eq!(d.estimate(), 6990.0);
+        // a state outside the configured window is refused and changes nothing
+        let mut c = CapacityEstimator::new(cfg).unwrap();
+        for bad in [
+            CapacityState {
+                max_w: 2e4,
+                ..a.state()
+            },
+            CapacityState {
+                estimate: f64::NAN,
+                ..a.state()
+            },
+            CapacityState {
+                min_w: 9500.0,
+                ..a.state()
+            },
+            CapacityState {
+                estimate: 500.0,
+                ..a.state()
+            },
+        ] {
+            assert!(matches!(
+                c.resume(&bad),
+                Err(EstimateError::InvalidState { .. })
+            ));
+            assert_eq!(c, CapacityEstimator::new(cfg).unwrap());
+        }
     }
 
     #[test]

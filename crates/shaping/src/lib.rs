@@ -32,7 +32,7 @@ pub mod priority;
 pub mod token_bucket;
 
 pub use error::{MultiTakeError, ShapingError};
-pub use estimate::{CapacityConfig, CapacityEstimator, DemandEstimator, Phase};
+pub use estimate::{CapacityConfig, CapacityEstimator, CapacityState, DemandEstimator, Phase};
 pub use multi::{MultiBucket, DEFAULT_BURST_S};
 pub use priority::PriorityQueue;
 pub use token_bucket::{NotReady, TokenBucket};
