@@ -334,14 +334,14 @@ fn check(
                 .map(|&t| (t, level(t).unwrap_or(0)))
                 .collect();
             let affected = reach.affected(&changed);
+            let grant_of = |t: usize| {
+                if t == newcomer {
+                    Some(g)
+                } else {
+                    admitted.get(&t)
+                }
+            };
             if policy == Policy::SncMeister {
-                let grant_of = |t: usize| {
-                    if t == newcomer {
-                        Some(g)
-                    } else {
-                        admitted.get(&t)
-                    }
-                };
                 let present = Neighbours {
                     net,
                     reach: &reach,
@@ -353,13 +353,7 @@ fn check(
                 let set: Vec<(usize, &Grant)> = reach
                     .inputs(&affected)
                     .into_iter()
-                    .filter_map(|t| {
-                        if t == newcomer {
-                            Some((t, g))
-                        } else {
-                            admitted.get(&t).map(|a| (t, a))
-                        }
-                    })
+                    .filter_map(|t| grant_of(t).map(|a| (t, a)))
                     .collect();
                 bound_set_hinted(
                     net,
