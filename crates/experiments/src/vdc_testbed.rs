@@ -464,6 +464,7 @@ pub fn run(
     for &seed in &cfg.seeds {
         let bed = Bed::up(
             cfg.link_bytes_per_s,
+            Store::OnServer,
             &cfg.memcached,
             &TENANTS,
             &[("kv", KV_PORT), ("cache", CACHE_PORT)],
@@ -552,29 +553,49 @@ fn simulate(
 }
 
 /// A seed's testbed: the namespaces and the appliances' memcached, removed on drop.
+/// Where the appliances' memcached run, and so where the shaped link sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Store {
+    /// on s0 with the proxies, behind s0's shaped link: the link is a resource of its own,
+    /// after the appliance (Fig. 12/13)
+    OnServer,
+    /// on a host of their own, `kv`, whose link is the shaped one, s0 unshaped: what the
+    /// appliance serves is bounded before the proxy sees a reply complete, so the proxy's
+    /// outstanding tokens see its queue (Fig. 14(a): the store is a black box of that capacity)
+    OwnHost,
+}
+
 pub(crate) struct Bed {
     // memcached first: they die before their namespace goes
     _servers: Vec<tailbound_dataplane::memcache::Memcached>,
     lan: Lan,
     server_ip: IpAddr,
+    /// where the memcached listen
+    store_ip: IpAddr,
     tenants: Vec<TenantLoad>,
     /// every appliance's name and port on s0
     appliances: Vec<(&'static str, u16)>,
 }
 
 impl Bed {
-    /// s0 (its link HTB-shaped at `link_bytes_per_s` each way) with a memcached per
-    /// appliance, a host per tenant, every tenant's keys stored.
+    /// s0, a host per tenant, a memcached per appliance where `store` says (its host's link
+    /// HTB-shaped at `link_bytes_per_s` each way), every tenant's keys stored.
     pub(crate) fn up(
         link_bytes_per_s: f64,
+        store: Store,
         memcached: &std::path::Path,
         tenants: &[TenantLoad],
         appliances: &[(&'static str, u16)],
         seed: u64,
     ) -> Result<Bed, VdcTestbedError> {
+        let shaped = Some(link_bytes_per_s);
         let mut hosts = vec![HostSpec {
             label: "s0".into(),
-            rate_bytes_per_s: Some(link_bytes_per_s),
+            rate_bytes_per_s: if store == Store::OnServer {
+                shaped
+            } else {
+                None
+            },
             extra: Vec::new(),
         }];
         for t in tenants {
@@ -584,20 +605,31 @@ impl Bed {
                 extra: Vec::new(),
             });
         }
+        if store == Store::OwnHost {
+            hosts.push(HostSpec {
+                label: "kv".into(),
+                rate_bytes_per_s: shaped,
+                extra: Vec::new(),
+            });
+        }
         let lan = Lan::create(&LanSpec {
             hosts,
             bridge: true,
             mtu_packets: false,
             persistent: None,
         })?;
-        let s0 = lan.hosts()[0].clone();
-        let server_ip = IpAddr::V4(s0.ip);
+        let server_ip = IpAddr::V4(lan.hosts()[0].ip);
+        let store_host = match store {
+            Store::OnServer => lan.hosts()[0].clone(),
+            Store::OwnHost => lan.hosts()[tenants.len() + 1].clone(),
+        };
+        let store_ip = IpAddr::V4(store_host.ip);
         let mut servers = Vec::new();
         for &(name, port) in appliances {
             servers.push(tailbound_testbed::memcached::start(
-                &s0.ns,
-                &format!("s0 ({name})"),
-                SocketAddr::new(server_ip, port),
+                &store_host.ns,
+                &format!("{} ({name})", store_host.label),
+                SocketAddr::new(store_ip, port),
                 MEMORY_MIB,
                 memcached,
                 false,
@@ -607,6 +639,7 @@ impl Bed {
             _servers: servers,
             lan,
             server_ip,
+            store_ip,
             tenants: tenants.to_vec(),
             appliances: appliances.to_vec(),
         };
@@ -631,7 +664,7 @@ impl Bed {
             .find(|(n, _)| *n == appliance)
             .or(self.appliances.first())
             .map_or(KV_PORT, |&(_, p)| p);
-        SocketAddr::new(self.server_ip, port)
+        SocketAddr::new(self.store_ip, port)
     }
 
     /// Stores every tenant's keys (from s0, directly).

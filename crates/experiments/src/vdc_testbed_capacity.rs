@@ -5,23 +5,27 @@
 //!
 //! ```text
 //!  td: D, 4 conns × 8 GETs of 16 KiB  (from 0)        ┐
-//!  tc: C, 4 conns × 8 GETs of 16 KiB  (from 1 phase)  ├─ br0 ─ s0 (link HTB-shaped each way)
-//!  tb: B, 4 conns × 8 GETs of 16 KiB  (from 2 phases) ┘        enforcer proxy ─► memcached
-//!                                                               controller (HTTP, on lo)
+//!  tc: C, 4 conns × 8 GETs of 16 KiB  (from 1 phase)  ├─ br0 ─ s0: enforcer proxy ─► br0 ─ kv: memcached
+//!  tb: B, 4 conns × 8 GETs of 16 KiB  (from 2 phases) ┘        controller (HTTP, on lo)   (link HTB-shaped each way)
 //! ```
 //!
-//! **The appliance.** One memcached on s0, whose link is shaped at `link_bytes_per_s`: what
-//! its clients can get from it is bounded by that link (memcached itself serves far more on
-//! this machine), and the datacenter does not model the link (it declares s0's at 100× the
-//! rate): to the controller the key-value store is a black box of unknown capacity, declared
-//! at [`INITIAL_CAPACITY`] × the link rate (the estimator's `minW`, its first estimate) and
-//! at most [`MAX_CAPACITY`] × (its `maxW`). Every GET reads a 16 KiB value, charged 16 384
-//! tokens (pulsar's cost function, Fig. 6(b)), so tokens/s and bytes/s on the link agree up to
-//! the TCP/IP and reply headers. Each tenant keeps 32 GETs outstanding: a queue at the link
-//! then takes many times a response's unloaded residence (one 16 KiB value's serialization,
-//! 4 ms at 4 MB/s), which is how the estimator tells an over-estimate (queueing) from
-//! tenants that ask for less; with 8 outstanding the queue stayed under its factor of 4 and
-//! the estimate kept an overshoot (seen on this machine).
+//! **The appliance.** One memcached on its own host `kv`, whose link is shaped at
+//! `link_bytes_per_s`: what its clients can get from it is bounded by that link (memcached
+//! itself serves far more on this machine). To the controller the key-value store is a black
+//! box of unknown capacity, declared at [`INITIAL_CAPACITY`] × the link rate (the estimator's
+//! `minW`, its first estimate) and at most [`MAX_CAPACITY`] × (its `maxW`); the datacenter
+//! does not model kv's link, and s0's and the tenants' links are unshaped (declared at 100×).
+//! The enforcer proxy on s0 sits in front of the store, as pulsar's enforcers sit in front of
+//! the appliance: a request is outstanding until its reply is back at the proxy, so the
+//! store's queue (at its link) is what the proxy's outstanding tokens measure. (With
+//! memcached on s0 behind s0's shaped link, replies completed at the proxy and then queued in
+//! its sockets towards the link, out of the estimator's sight: the estimate rose to 1.7× the
+//! capacity and stayed there.) Every GET reads a 16 KiB value, charged 16 384 tokens
+//! (pulsar's cost function, Fig. 6(b)), so tokens/s and bytes/s on the link agree up to the
+//! TCP/IP and reply headers. Each tenant keeps 32 GETs outstanding: a queue at the link then
+//! takes many times a response's unloaded residence (one 16 KiB value's serialization, 4 ms at
+//! 4 MB/s), which is how the estimator tells an over-estimate (queueing) from tenants that ask
+//! for less.
 //!
 //! **Runs.** First the capacity is *measured*: every tenant reads directly from memcached
 //! (no proxy) for `calibrate_s`, and the tokens/s its clients complete after the first
@@ -40,7 +44,7 @@ use crate::vdc::{
 };
 use crate::vdc_testbed::{
     check_interval, check_link, enforcers, in_namespace, run_error, tenant_load, Bed,
-    ControllerStep, TenantCounts, TenantLoad, VdcTestbedError,
+    ControllerStep, Store, TenantCounts, TenantLoad, VdcTestbedError,
 };
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -280,6 +284,7 @@ pub fn run(
     tailbound_testbed::memcached::check_binary(&cfg.memcached)?;
     let bed = Bed::up(
         cfg.link_bytes_per_s,
+        Store::OwnHost,
         &cfg.memcached,
         &loads(),
         &[("kv", KV_PORT)],
