@@ -735,7 +735,11 @@ fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
     let mut lowest = f64::INFINITY;
     let mut limited_at = None;
     for k in 0..400u64 {
-        let blaster = if k >= 20 { limit.unwrap_or(2.5 * line) } else { 0.0 };
+        let blaster = if k >= 20 {
+            limit.unwrap_or(2.5 * line)
+        } else {
+            0.0
+        };
         queued[0] += 0.25 * per_interval;
         queued[1] += blaster * t as f64 / 1e9;
         let total = queued[0] + queued[1];
@@ -757,9 +761,13 @@ fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
         let (mut sent, mut i) = ([0u64; 2], 0u64);
         while sent[0] < packets[0] || sent[1] < packets[1] {
             // interleave the tenants' packets in proportion
-            let tenant = usize::from(sent[0] * packets[1] > sent[1] * packets[0] || sent[0] == packets[0]);
+            let tenant =
+                usize::from(sent[0] * packets[1] > sent[1] * packets[0] || sent[0] == packets[0]);
             let now = k * t + i * t / n;
-            if let Some(f) = rx.on_arrival(now, tenant, tenant, 1000).expect("known tenant") {
+            if let Some(f) = rx
+                .on_arrival(now, tenant, tenant, 1000)
+                .expect("known tenant")
+            {
                 if tenant == 1 {
                     limit = match f {
                         Feedback::Limit { rate } => Some(rate),
@@ -796,10 +804,19 @@ fn the_queue_term_drains_a_standing_queue() {
     let (without, lowest_without) = drain_intervals(no_queue_term(line));
     // measured: 12 intervals with the term, 22 without (the blaster is cut below its share,
     // towards its guarantee, until the queue is gone)
-    assert!(with <= 13, "drained after {with} intervals with the queue term");
-    assert!(without >= 20, "drained after {without} intervals without it");
+    assert!(
+        with <= 13,
+        "drained after {with} intervals with the queue term"
+    );
+    assert!(
+        without >= 20,
+        "drained after {without} intervals without it"
+    );
     // the term takes back the share beyond the guarantee, it does not starve: the blaster
     // keeps at least a third of the link (its guarantee is C/2)
     assert!(lowest >= line / 3.0, "blaster cut to {lowest}");
-    assert!(lowest_without >= line / 3.0, "blaster cut to {lowest_without}");
+    assert!(
+        lowest_without >= line / 3.0,
+        "blaster cut to {lowest_without}"
+    );
 }
