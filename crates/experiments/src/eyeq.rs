@@ -123,7 +123,8 @@ pub struct EyeqSetup {
     /// worker threads (runs in parallel)
     pub threads: usize,
     /// EyeQ's rate-controller period T [s] (EyeQ: 200 µs). Every other EyeQ time constant
-    /// (feedback period and bytes, hold, limiter bursts) scales with it.
+    /// (feedback period and bytes, hold, limiter bursts, the queue term's marking
+    /// threshold) scales with it.
     #[serde(default = "default_interval_s")]
     pub eyeq_interval_s: f64,
 }
@@ -311,6 +312,7 @@ impl EyeqSetup {
             feedback_bytes: ns(base.feedback_bytes),
             hold_ns: ns(base.hold_ns),
             burst_s: base.burst_s * k,
+            mark_threshold_s: base.mark_threshold_s * k,
             ..base
         }
     }

@@ -40,6 +40,23 @@
 //!    `C_t / k` with k the senders seen in the interval. While `y_t` exceeds 1.5 × what the
 //!    tenant's limits allow, the bytes were sent before the limits (a queue in front of the
 //!    receiver draining) and the rate holds instead of being cut again for them.
+//!
+//!    **Queue term.** The law alone drives arrivals to `C`, 2 % below the line rate, so a
+//!    queue that stands in front of the receiver (a burst before the limits, a light
+//!    tenant's requests on top of a limited tenant at its share) drains at 2 % of the line
+//!    rate at best. EyeQ's code (`vq.c`, "ECN1") has the switch mark ECN above a threshold
+//!    (`ISO_ECN_MARK_THRESH_BYTES`, 30 packets: 36 µs at 10 Gbit/s) and counts a tenant's
+//!    marked arrivals as `y_t += threshold × (1 + marked fraction) / T`, capped at 3 `C_t`,
+//!    which keeps cutting the rates until the queue is below the threshold. Our receiver
+//!    cannot see marks (it counts what the link delivers, and the switches we run on do not
+//!    mark), so it infers the queue from the link: a link that delivered more than half way
+//!    from `C` to its line rate over the last two intervals had a queue throughout (at the
+//!    fixed point it delivers `C`, with a queue exactly its line rate). Such an interval counts as every packet marked: each congested
+//!    tenant's `y_t` grows by `2 × mark_threshold_s × L / T` (capped at 3 `C_t`), but the
+//!    term takes back only what a tenant has beyond its guarantee: it never sets `R_t`
+//!    below `C`·`w_t`/Σw/k unless the law without it would (EyeQ's marks fall on every
+//!    tenant in the queue; ours would otherwise cut a greedy tenant that had grown into a
+//!    blaster's idle share, when the blaster returns, far below its guarantee).
 //! 4. **Release.** A limited tenant that is not congested keeps its rate, so that an on/off
 //!    sender's next burst starts limited; it is released (unlimited: its senders bypass
 //!    their limiters) after `hold` without being congested.
@@ -62,15 +79,18 @@
 //! * the slow release: the original releases a tenant as soon as its virtual queue drains,
 //!   so an on/off blaster starts every burst unlimited;
 //! * the starting rate `C_t / k`, and holding the rate on stale arrivals (without it one
-//!   unlimited burst drove every simulated rate to `min_rate`).
+//!   unlimited burst drove every simulated rate to `min_rate`);
+//! * the queue term's signal: a saturated link instead of ECN marks (on the testbed a
+//!   limited blaster at its work-conserving share plus memcached's Poisson requests kept a
+//!   standing queue of 15–60 kB, 1–5 ms, through every burst without it).
 //!
 //! *Limits*: the law assumes the bottleneck's queueing delay is a few intervals (shallow
 //! switch buffers). A window-limited sender whose window is many intervals' worth of bytes
 //! keeps a standing queue in an unbounded FIFO, every measurement lags by its delay and the
 //! rates oscillate (a 1 MiB TCP window beside the blaster at 1 Gbit/s in the simulator:
-//! 20–100 % of its share per 5 ms). EyeQ's code adds ECN marks from the switch; a
-//! dequeue-marking variant we measured cut rates harder under the same lag and is not
-//! included.
+//! 20–100 % of its share per 5 ms). The queue term sees a standing queue only once it
+//! saturates the link for two intervals, not its depth; a dequeue-marking variant we measured
+//! cut rates harder under the same lag and is not included.
 //!
 //! **Feedback.** While a tenant is limited, each of its senders gets a
 //! [`Feedback::Limit`] with `R_t` from [`Receiver::on_arrival`] after every
@@ -193,6 +213,12 @@ pub struct EyeqConfig {
     pub burst_s: f64,
     /// ... but at least this much [bytes] (two Ethernet frames by default)
     pub min_burst_bytes: f64,
+    /// the rate controller's queue term: while the receiving link is saturated (a standing
+    /// queue in front of it), each congested tenant's arrival rate counts
+    /// `2 × mark_threshold_s × L / T` more, as EyeQ's code counts a tenant's ECN-marked
+    /// arrivals with a marking threshold of this long at line rate (30 packets of 1500 B at
+    /// 10 Gbit/s: 36 µs); 0 = no queue term [s]
+    pub mark_threshold_s: f64,
     /// the receiver tracks at most this many (sender, tenant) pairs for feedback
     pub max_senders: usize,
 }
@@ -202,7 +228,8 @@ impl EyeqConfig {
     /// T = 200 µs, α = 0.5, rates ≥ 1 Mbit/s (or 1 % of the line rate, if less), feedback
     /// every 10 kB or 100 µs, virtual backlogs of at most 8 intervals of C, congestion above
     /// one interval of C (bursts up to that pass), hold 100 ms,
-    /// limiter bursts of 50 µs at the limit (at least 3000 B).
+    /// limiter bursts of 50 µs at the limit (at least 3000 B), a queue term with EyeQ's
+    /// marking threshold of 36 µs at line rate.
     pub fn new(line_rate: f64) -> EyeqConfig {
         EyeqConfig {
             line_rate,
@@ -218,6 +245,7 @@ impl EyeqConfig {
             hold_ns: 100_000_000,
             burst_s: 50e-6,
             min_burst_bytes: 3000.0,
+            mark_threshold_s: 36e-6,
             max_senders: 4096,
         }
     }
@@ -323,6 +351,13 @@ impl EyeqConfig {
                 "a finite size >= 0 [bytes], e.g. 3000",
             );
         }
+        if !(self.mark_threshold_s.is_finite() && self.mark_threshold_s >= 0.0) {
+            return bad(
+                "mark_threshold_s",
+                self.mark_threshold_s,
+                "a finite duration >= 0 [s], e.g. 36e-6 (0: no queue term)",
+            );
+        }
         if self.max_senders == 0 {
             return bad("max_senders", 0.0, "at least 1 tracked sender");
         }
@@ -372,6 +407,9 @@ pub struct ReceiverStats {
     pub releases: u64,
     /// arrivals from senders beyond `max_senders`, which are counted but get no feedback
     pub untracked_arrivals: u64,
+    /// intervals that closed with the link saturated (the queue term applied)
+    #[serde(default)]
+    pub saturated_intervals: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -429,6 +467,8 @@ pub struct Receiver<K> {
     stats: ReceiverStats,
     /// scratch for water-filling: tenant indices
     order: Vec<usize>,
+    /// the last interval closed with the link saturated
+    saturated: bool,
 }
 
 /// Idle intervals closed one by one before the rest of a silence is skipped. After 64
@@ -441,6 +481,19 @@ const MAX_IDLE_INTERVALS: u64 = 64;
 /// A limited tenant *presses on its limit* when its senders deliver at least this fraction
 /// of what their limiters allow (`y_t ≥ 0.9 · k · R_t`).
 const PRESSING: f64 = 0.9;
+
+/// The receiving link is *saturated* (a queue stands in front of it) when over the last two
+/// intervals it delivered more than this fraction of the way from `C` (the fixed point's
+/// arrivals) to its line rate (what it delivers while a queue stands): half way. The gap is
+/// 2 % of two intervals' bytes, which at EyeQ's 200 µs and 10 Gbit/s is 10 kB (7 frames), at
+/// the testbed's 10 ms and 100 Mbit/s 5 kB (3 frames), at 1 Gbit/s and 200 µs 1 kB (less
+/// than a frame: there the signal is as coarse as one packet, and the term can fire at the
+/// fixed point).
+const SATURATION: f64 = 0.5;
+
+/// EyeQ's code caps a tenant's arrival rate with the queue term at this multiple of its
+/// share.
+const MAX_QUEUE_TERM_FACTOR: f64 = 3.0;
 
 /// Arrivals above this multiple of what a tenant's limits allow (`y_t > 1.5 · k · R_t`)
 /// were sent before the limits took hold: the law leaves the rate alone. A sender
@@ -500,6 +553,7 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             swept_ns: now_ns,
             stats: ReceiverStats::default(),
             order: Vec::with_capacity(weights.len()),
+            saturated: false,
         })
     }
 
@@ -546,6 +600,12 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             tenant,
             tenants: self.tenants.len(),
         })
+    }
+
+    /// Whether the last interval closed with the link saturated (a standing queue in front of
+    /// it: the rate controller's queue term applied).
+    pub fn saturated(&self) -> bool {
+        self.saturated
     }
 
     /// Closes every interval that ended by `now_ns` and forgets senders and tenants silent
@@ -648,6 +708,21 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             .tenants
             .iter()
             .any(|t| t.rate.is_some() && t.bytes > 0 && t.status.arrival_rate == 0.0);
+        // the link delivered (nearly) its line rate over the last two intervals: a queue
+        // stands in front of it; EyeQ's switches mark ECN above a threshold and its receiver
+        // counts the marks as extra arrivals (the queue term below)
+        let delivered: u64 = self.tenants.iter().map(|t| t.bytes + t.prev_bytes).sum();
+        let full = cfg.line_rate * 2.0 * t_s;
+        let saturated = delivered as f64 > full - SATURATION * (full - 2.0 * budget);
+        let queue_term = if saturated {
+            2.0 * cfg.mark_threshold_s * cfg.line_rate / t_s
+        } else {
+            0.0
+        };
+        self.saturated = saturated;
+        if saturated {
+            self.stats.saturated_intervals += 1;
+        }
         for t in &mut self.tenants {
             t.backlog += t.bytes as f64;
             t.status.arrival_rate = t.bytes as f64 / t_s;
@@ -700,6 +775,7 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             left = (left - served).max(0.0);
             weight_left -= t.weight;
         }
+        let total_weight: f64 = self.tenants.iter().map(|t| t.weight).sum();
         for t in &mut self.tenants {
             t.backlog = t.backlog.min(max_backlog);
             t.status.backlog = t.backlog;
@@ -714,7 +790,19 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
                     // arrivals well above what the limits allow were sent before them (a
                     // queue draining): they say nothing about the limit, which holds
                     Some(r) if y > STALE * senders * r => r,
-                    Some(r) => r * (1.0 - cfg.alpha * (y - share) / share),
+                    Some(r) => {
+                        let law = |y: f64| r * (1.0 - cfg.alpha * (y - share) / share);
+                        let plain = law(y);
+                        if queue_term > 0.0 {
+                            // the queue term: a standing queue counts as more arrivals, which
+                            // take back what the tenant has beyond its guarantee, not more
+                            let guarantee = budget / t_s * t.weight / total_weight / senders;
+                            let y = (y + queue_term).min(MAX_QUEUE_TERM_FACTOR * share.max(y));
+                            law(y).max(plain.min(guarantee))
+                        } else {
+                            plain
+                        }
+                    }
                 };
                 t.rate = Some(clamp(r, cfg.min_rate, share));
                 t.congested_interval = self.interval;

@@ -677,6 +677,17 @@ impl<'a> Analysis<'a> {
         if members.len() < 2 || 2 * rest.len() > members.len() {
             return Ok(None);
         }
+        // the difference is defined where the total is, below the least pole of every source:
+        // an excluded source whose MGF's pole is below the members' would cut their θ range
+        // (and with a Hölder exponent p, evaluated at p·θ, cut it further)
+        let pole = |g: usize| self.source[g].theta_sup(&Eval::PLAIN);
+        let members_pole = members
+            .iter()
+            .map(|&(g, _)| pole(g))
+            .fold(f64::INFINITY, f64::min);
+        if rest.iter().any(|&g| pole(g) < members_pole) {
+            return None;
+        }
         if !self.totals.contains_key(&(q, lvl)) {
             // independent sources only: each derives from its own flow, no dependency group
             let independent = starting

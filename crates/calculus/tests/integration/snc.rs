@@ -552,6 +552,45 @@ const METHODS: [Method; 3] = [Method::SncMeister, Method::SncHop, Method::SncCon
 /// each with a request and a response flow between two different hosts, loads scaled to the
 /// tenants per host so that most flows are bounded; tenants marked `grouped` share one
 /// dependency group.
+/// A tenant of [`shared_hosts`]: request and response models, client, server offset, SLO
+/// index, in the dependency group `g`.
+type SharedTenant = (Mmpp, Mmpp, usize, usize, usize, bool);
+
+/// `hosts` hosts at 1 Gb/s, tenant `i` from host `c % hosts` to another (`d`), SLO 10, 20
+/// or 50 ms, its MMPPs scaled so that the hosts' load stays the same whatever the count.
+fn shared_hosts(hosts: usize, tenants: Vec<SharedTenant>) -> Network {
+    let mut b = NetworkBuilder::new();
+    for h in 0..hosts {
+        b.host(format!("h{h}"), GBPS, None);
+    }
+    let scale = 2.0 * hosts as f64 / tenants.len() as f64;
+    let scaled = |mut m: Mmpp| {
+        for s in &mut m.states {
+            s.arrival_prob *= scale;
+            s.rate_per_s *= scale;
+        }
+        m
+    };
+    for (i, (req, resp, c, d, slo, grouped)) in tenants.into_iter().enumerate() {
+        let (client, server) = (c % hosts, (c % hosts + d % (hosts - 1) + 1) % hosts);
+        let slo = Slo::new([0.01, 0.02, 0.05][slo], 99.9).unwrap();
+        let mut t = NewTenant::new(format!("T{i}"), slo).between(client, server);
+        if grouped {
+            t.group = Some("g".into());
+        }
+        let t = b.tenant(t);
+        for (name, stage, m) in [("req", Stage::NetIn, req), ("resp", Stage::NetOut, resp)] {
+            let models = FlowModels {
+                mmpp: Some(scaled(m)),
+                arrival: None,
+            };
+            b.named_flow(t, format!("T{i}.{name}"), stage, models)
+                .unwrap();
+        }
+    }
+    b.build().unwrap()
+}
+
 fn arb_shared_hosts() -> impl Strategy<Value = Network> {
     (
         3usize..=5,
@@ -567,39 +606,80 @@ fn arb_shared_hosts() -> impl Strategy<Value = Network> {
             6..=16,
         ),
     )
-        .prop_map(|(hosts, tenants)| {
-            let mut b = NetworkBuilder::new();
-            for h in 0..hosts {
-                b.host(format!("h{h}"), GBPS, None);
+        .prop_map(|(hosts, tenants)| shared_hosts(hosts, tenants))
+}
+
+/// Every flow's bound from the fast analysis (shared θ grid, per-queue totals) against the
+/// same analysis built member by member and minimised with every value exact: within 0.1 %.
+fn fast_within_a_thousandth_of_exact(net: &Network, methods: &[Method]) -> Result<(), String> {
+    let prio = net.priorities();
+    for &method in methods {
+        let mut fast = Analysis::new(net, method, &prio).unwrap();
+        let mut exact = Analysis::new(net, method, &prio)
+            .unwrap()
+            .with_totals(false);
+        for f in 0..net.flows.len() {
+            let eps = 1e-3 / 2.0;
+            let got = fast.flow_bound(f, method, eps, ThetaSearch::Brent).unwrap();
+            let problems = exact.problems(f, method, eps).unwrap();
+            let mut want = Some(0.0);
+            for p in &problems {
+                let slots = p.slots().last().map_or(0, |s| s + 1);
+                let m =
+                    search::minimise_exact(p, slots, ThetaSearch::Brent, ConvolutionRule::Exact);
+                want = want.zip(m).map(|(w, m)| w + m.steps * exact.step_s());
             }
-            let scale = 2.0 * hosts as f64 / tenants.len() as f64;
-            let scaled = |mut m: Mmpp| {
-                for s in &mut m.states {
-                    s.arrival_prob *= scale;
-                    s.rate_per_s *= scale;
-                }
-                m
-            };
-            for (i, (req, resp, c, d, slo, grouped)) in tenants.into_iter().enumerate() {
-                let (client, server) = (c % hosts, (c % hosts + d % (hosts - 1) + 1) % hosts);
-                let slo = Slo::new([0.01, 0.02, 0.05][slo], 99.9).unwrap();
-                let mut t = NewTenant::new(format!("T{i}"), slo).between(client, server);
-                if grouped {
-                    t.group = Some("g".into());
-                }
-                let t = b.tenant(t);
-                for (name, stage, m) in [("req", Stage::NetIn, req), ("resp", Stage::NetOut, resp)]
-                {
-                    let models = FlowModels {
-                        mmpp: Some(scaled(m)),
-                        arrival: None,
-                    };
-                    b.named_flow(t, format!("T{i}.{name}"), stage, models)
-                        .unwrap();
-                }
+            let name = &net.flows[f].name;
+            match (got.seconds(), want) {
+                (Some(g), Some(w)) if g <= w * (1.0 + 1e-3) => {}
+                (None, None) => {}
+                (g, w) => return Err(format!("{method:?} {name}: {g:?} vs exact {w:?}")),
             }
-            b.build().unwrap()
-        })
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_queues_total_less_a_few_keeps_the_members_domain_with_a_dependency_group() {
+    // proptest's shrunk case (seed 0x9e37_79b9): every MMPP alike but T6.req's larger
+    // requests (a pole at a smaller θ); T0.req's bound was 1.16 ms against the exact search's
+    // 0.41 ms. Its problem has a Hölder slot (T3 and T5 in group g), and traffic starting at
+    // h0-out was taken as the queue's total less the sources left out, whose domain is the
+    // least pole of every source there, T6.req's included: evaluated at p·θ, the members'
+    // aggregate was cut short. The total is used only where the sources left out have no
+    // pole below the members'.
+    let m = || mmpp2(0.0005, 0.0005, 200.0, 1e-4, 1e-4);
+    let tenant = |c: usize, d: usize, slo: usize, g: bool| (m(), m(), c, d, slo, g);
+    let net = shared_hosts(
+        4,
+        vec![
+            tenant(0, 3, 1, false),
+            tenant(0, 1, 0, false),
+            tenant(1, 1, 0, false),
+            tenant(1, 3, 0, true),
+            tenant(3, 3, 0, false),
+            tenant(0, 3, 1, true),
+            (
+                mmpp2(0.0005, 0.0005, 4771.956499939852, 1e-4, 1e-4),
+                m(),
+                0,
+                3,
+                0,
+                false,
+            ),
+        ],
+    );
+    let hosts: Vec<(usize, usize)> = net
+        .tenants
+        .iter()
+        .map(|t| t.hosts.as_ref().map(|h| (h.client, h.server)).unwrap())
+        .collect();
+    assert_eq!(
+        hosts,
+        [(0, 1), (0, 2), (1, 3), (1, 2), (3, 0), (0, 1), (0, 1)]
+    );
+    fast_within_a_thousandth_of_exact(&net, &METHODS).unwrap();
 }
 
 proptest! {
@@ -742,11 +822,8 @@ proptest! {
 }
 
 proptest! {
-    // A fixed seed: on rare random networks with a dependency group (about one in a few hundred
-    // cases; e.g. 7 tenants on 4 hosts, two in one group) the fast analysis is up to 2.6× looser
-    // than the member-by-member exact search, not yet explained; with a random seed this test
-    // failed in some runs. Fixed, it checks the same 24 networks every run and never flakes;
-    // the open defect is tracked in the issue, not hidden by a tolerance.
+    // A fixed seed, so that it checks the same networks every run (a failure is a defect of
+    // the analysis, never a flake); the regression above is the case a random seed found.
     #![proptest_config(ProptestConfig {
         cases: 24,
         failure_persistence: None,
@@ -758,31 +835,7 @@ proptest! {
     fn the_shared_grid_and_totals_stay_within_a_thousandth_of_the_exact_search(
         net in arb_shared_hosts()
     ) {
-        // every flow's bound from the fast analysis (shared θ grid, per-queue totals) against
-        // the same analysis built member by member and minimised with every value exact
-        let prio = net.priorities();
-        for method in METHODS {
-            let mut fast = Analysis::new(&net, method, &prio).unwrap();
-            let mut exact = Analysis::new(&net, method, &prio).unwrap().with_totals(false);
-            for f in 0..net.flows.len() {
-                let eps = 1e-3 / 2.0;
-                let got = fast.flow_bound(f, method, eps, ThetaSearch::Brent).unwrap();
-                let problems = exact.problems(f, method, eps).unwrap();
-                let mut want = Some(0.0);
-                for p in &problems {
-                    let slots = p.slots().last().map_or(0, |s| s + 1);
-                    let m = search::minimise_exact(p, slots, ThetaSearch::Brent, ConvolutionRule::Exact);
-                    want = want.zip(m).map(|(w, m)| w + m.steps * exact.step_s());
-                }
-                match (got.seconds(), want) {
-                    (Some(g), Some(w)) => prop_assert!(
-                        g <= w * (1.0 + 1e-3),
-                        "{method:?} {}: {g} vs exact {w}", net.flows[f].name
-                    ),
-                    (None, None) => {}
-                    (g, w) => prop_assert!(false, "{method:?} {}: {g:?} vs exact {w:?}", net.flows[f].name),
-                }
-            }
-        }
+        let checked = fast_within_a_thousandth_of_exact(&net, &METHODS);
+        prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
     }
 }

@@ -7,7 +7,9 @@
 //!   interface through an `AF_PACKET` socket (after the switch port's shaper, as EyeQ's
 //!   receive path sees what its NIC delivers), attributes it to a sender (source address) and
 //!   a tenant (destination address: each tenant VM has its own), and hands it to the
-//!   `Receiver` with its arrival time and wire length. The feedback the `Receiver` returns
+//!   `Receiver` with its arrival time (the kernel's `SO_TIMESTAMPNS` stamp, so that a batch
+//!   read late by a descheduled agent still falls into the intervals it arrived in) and wire
+//!   length. The feedback the `Receiver` returns
 //!   goes at once to the sender's agent ([`wire::PORT`]). The same counts, binned, are the
 //!   agent's report of what each tenant received (the experiments' throughput series).
 //! * [`SenderAgent`] (on a sending host): puts an HTB class per destination on the host's

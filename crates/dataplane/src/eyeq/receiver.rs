@@ -143,6 +143,8 @@ fn run(
         .map_err(io_error("receiver", &spec.netns, "feedback socket"))?;
     let cpu0 = thread_cpu_s();
     let epoch = Instant::now();
+    // the kernel stamps each packet on the wall clock; this is the epoch on it
+    let epoch_wall_ns = wall_ns();
     let mut rx = Receiver::<Ipv4Addr>::new(spec.config, &spec.weights, 0)?;
     let bins = (spec.max_duration.as_nanos() / u128::from(spec.bin_ns) + 1) as usize;
     let mut report = ReceiverReport {
@@ -168,10 +170,16 @@ fn run(
         if now >= end_ns {
             break;
         }
-        let Some((len, host)) = got else {
+        let Some(Packet { len, host, wall_ns }) = got else {
             rx.tick(now);
             continue;
         };
+        // its arrival: the kernel's stamp, not when the agent got to read it (a descheduled
+        // agent reads a batch late, which would move bytes into the wrong interval)
+        let now = wall_ns
+            .map(|w| w.saturating_sub(epoch_wall_ns))
+            .filter(|&t| t <= now)
+            .unwrap_or(now);
         let Some((src, dst)) = addresses(&buf, len).filter(|_| host) else {
             continue;
         };
@@ -205,6 +213,23 @@ fn run(
     Ok(report)
 }
 
+/// The wall clock [ns since the Unix epoch], the clock of the kernel's packet stamps.
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// One packet read from a [`PacketSocket`].
+struct Packet {
+    /// its whole length (without the Ethernet header)
+    len: usize,
+    /// addressed to this host (not one it sent)
+    host: bool,
+    /// when the kernel received it [ns on the wall clock], if it said
+    wall_ns: Option<u64>,
+}
+
 /// Source and destination of the IPv4 packet whose first bytes are in `buf` (`len`: its
 /// whole length).
 fn addresses(buf: &[u8], len: usize) -> Option<(Ipv4Addr, Ipv4Addr)> {
@@ -213,6 +238,25 @@ fn addresses(buf: &[u8], len: usize) -> Option<(Ipv4Addr, Ipv4Addr)> {
     }
     let ip = |i: usize| Ipv4Addr::new(buf[i], buf[i + 1], buf[i + 2], buf[i + 3]);
     Some((ip(12), ip(16)))
+}
+
+/// The `SCM_TIMESTAMPNS` stamp among the control messages `recvmsg` filled in `msg`.
+fn timestamp(msg: &libc::msghdr) -> Option<u64> {
+    // SAFETY: msg was filled by recvmsg; the CMSG_ macros walk its control buffer within
+    // msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                let s = u64::try_from(ts.tv_sec).ok()?;
+                let ns = u64::try_from(ts.tv_nsec).ok()?;
+                return s.checked_mul(1_000_000_000)?.checked_add(ns);
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    None
 }
 
 /// An `AF_PACKET` datagram socket (IPv4 only, headers only) bound to one interface.
@@ -275,6 +319,9 @@ impl PacketSocket {
             tv_usec: POLL.as_micros() as libc::suseconds_t,
         };
         s.setsockopt(libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout)?;
+        // every packet with its arrival time (nanoseconds on the wall clock)
+        let on: libc::c_int = 1;
+        s.setsockopt(libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on)?;
         // a deep buffer so that a descheduled agent loses no arrivals (root may exceed rmem_max)
         let size: libc::c_int = 8 << 20;
         if s.setsockopt(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &size)
@@ -303,23 +350,27 @@ impl PacketSocket {
         }
     }
 
-    /// The next packet's first bytes in `buf`: its whole length and whether it was addressed
-    /// to this host (not one it sent); `None` when none came within the poll.
-    fn recv(&self, buf: &mut [u8]) -> std::io::Result<Option<(usize, bool)>> {
+    /// The next packet's first bytes in `buf`, its length, direction and arrival time;
+    /// `None` when none came within the poll.
+    fn recv(&self, buf: &mut [u8]) -> std::io::Result<Option<Packet>> {
         // SAFETY: as in open.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: buf and sll are valid for writes of the sizes passed.
-        let n = unsafe {
-            libc::recvfrom(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_TRUNC,
-                (&mut sll as *mut libc::sockaddr_ll).cast(),
-                &mut len,
-            )
+        // room for one SCM_TIMESTAMPNS message, aligned for cmsghdr
+        let mut control = [0u64; 8];
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
+        // SAFETY: msghdr is plain data; all-zero is a valid value.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_name = (&mut sll as *mut libc::sockaddr_ll).cast();
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        // SAFETY: every buffer msg points to lives across the call with the sizes given.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, libc::MSG_TRUNC) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             return match e.kind() {
@@ -327,7 +378,11 @@ impl PacketSocket {
                 _ => Err(e),
             };
         }
-        Ok(Some((n as usize, sll.sll_pkttype == libc::PACKET_HOST)))
+        Ok(Some(Packet {
+            len: n as usize,
+            host: sll.sll_pkttype == libc::PACKET_HOST,
+            wall_ns: timestamp(&msg),
+        }))
     }
 
     /// Packets dropped for a full buffer since the last call.

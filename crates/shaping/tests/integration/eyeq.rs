@@ -254,7 +254,21 @@ impl Harness {
 /// Runs `ops` against a receiver of `weights` on a link of `line_rate` [bytes/s] with
 /// EyeQ's defaults. `LimitedWithin` checks are watched while the clock runs.
 fn check(line_rate: f64, weights: &[f64], ops: &[Op]) -> Harness {
-    let cfg = EyeqConfig::new(line_rate);
+    check_with(EyeqConfig::new(line_rate), weights, ops)
+}
+
+/// EyeQ's defaults without the queue term, for scripts whose sources offer more than the
+/// line rate: without a link in between the receiver would see arrivals above it, which a
+/// real one never does, and read them as a saturated link (a standing queue).
+fn no_queue_term(line_rate: f64) -> EyeqConfig {
+    EyeqConfig {
+        mark_threshold_s: 0.0,
+        ..EyeqConfig::new(line_rate)
+    }
+}
+
+/// [`check`] with the settings `cfg`.
+fn check_with(cfg: EyeqConfig, weights: &[f64], ops: &[Op]) -> Harness {
     let mut h = Harness::new(cfg, weights);
     h.watch = ops
         .iter()
@@ -374,9 +388,10 @@ fn shares_follow_guarantee_weights() {
 #[test]
 fn a_tenant_with_many_senders_gets_one_share() {
     // tenant 0 gangs up with four senders; tenant 1 has one: the shares are per tenant
+    // (they offer 5x the line rate: no queue term, see `no_queue_term`)
     let c = 0.98 * TEN_G;
-    let h = check(
-        TEN_G,
+    let h = check_with(
+        no_queue_term(TEN_G),
         &[1.0, 1.0],
         &[
             Start {
@@ -479,8 +494,8 @@ fn a_new_blaster_is_cut_to_its_share_within_three_intervals() {
     // (one to close the interval it arrived in, one more if it arrived at its end, and the
     // feedback's trip), and both then share C equally
     let c = 0.98 * TEN_G;
-    check(
-        TEN_G,
+    check_with(
+        no_queue_term(TEN_G),
         &[1.0, 1.0],
         &[
             Start {
@@ -617,7 +632,7 @@ fn an_on_off_blaster_stays_limited_between_bursts() {
             }),
         ]);
     }
-    check(TEN_G, &[1.0, 1.0], &ops);
+    check_with(no_queue_term(TEN_G), &[1.0, 1.0], &ops);
 }
 
 #[test]
@@ -697,5 +712,111 @@ fn a_limited_tenant_pressing_on_its_limit_grows_into_spare_capacity() {
                 tol: 0.03,
             }),
         ],
+    );
+}
+
+/// Intervals from the blaster's first limit until the queue of a link in front of the
+/// receiver drains below a tenth of an interval of line rate, after its unlimited start
+/// filled it (4 intervals deep, as
+/// the testbed's switch port), beside a light tenant at 25 % of the line rate; and the
+/// blaster's lowest rate meanwhile [bytes/s]. The link is a fluid FIFO serving `L` per
+/// interval, each tenant in proportion to its bytes in it; the receiver sees what it
+/// delivers, 1000-byte packets spread over the interval; the blaster's sender obeys its
+/// latest feedback from the next interval on.
+fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
+    let line = cfg.line_rate;
+    let t = cfg.interval_ns;
+    let per_interval = line * t as f64 / 1e9;
+    let buffer = 4.0 * per_interval;
+    let mut rx = Receiver::<usize>::new(cfg, &[1.0, 1.0], 0).expect("valid receiver");
+    let mut queued = [0.0f64; 2];
+    let mut owed = [0.0f64; 2];
+    let mut limit: Option<f64> = None;
+    let mut lowest = f64::INFINITY;
+    let mut limited_at = None;
+    for k in 0..400u64 {
+        let blaster = if k >= 20 {
+            limit.unwrap_or(2.5 * line)
+        } else {
+            0.0
+        };
+        queued[0] += 0.25 * per_interval;
+        queued[1] += blaster * t as f64 / 1e9;
+        let total = queued[0] + queued[1];
+        if total > buffer {
+            // drop-tail: the blaster's excess is lost
+            queued[1] -= total - buffer;
+        }
+        let total = queued[0] + queued[1];
+        let served = total.min(per_interval);
+        let delivered = [served * queued[0] / total, served * queued[1] / total];
+        // whole packets; the remainder waits for the next interval
+        let mut packets = [0u64; 2];
+        for ((p, o), d) in packets.iter_mut().zip(&mut owed).zip(delivered) {
+            *o += d;
+            *p = (*o / 1000.0) as u64;
+            *o -= *p as f64 * 1000.0;
+        }
+        let n = packets.iter().sum::<u64>().max(1);
+        let (mut sent, mut i) = ([0u64; 2], 0u64);
+        while sent[0] < packets[0] || sent[1] < packets[1] {
+            // interleave the tenants' packets in proportion
+            let tenant =
+                usize::from(sent[0] * packets[1] > sent[1] * packets[0] || sent[0] == packets[0]);
+            let now = k * t + i * t / n;
+            if let Some(f) = rx
+                .on_arrival(now, tenant, tenant, 1000)
+                .expect("known tenant")
+            {
+                if tenant == 1 {
+                    limit = match f {
+                        Feedback::Limit { rate } => Some(rate),
+                        Feedback::Release => None,
+                    };
+                }
+            }
+            sent[tenant] += 1;
+            i += 1;
+        }
+        for (q, d) in queued.iter_mut().zip(delivered) {
+            *q -= d;
+        }
+        if let (true, Some(at)) = (queued[0] + queued[1] < 0.1 * per_interval, limited_at) {
+            return (k - at, lowest);
+        }
+        rx.tick((k + 1) * t);
+        if let Some(r) = limit {
+            lowest = lowest.min(r);
+            limited_at = limited_at.or(Some(k));
+        }
+    }
+    (u64::MAX, lowest)
+}
+
+#[test]
+fn the_queue_term_drains_a_standing_queue() {
+    // 1 Gbit/s, EyeQ's 200 µs: without the queue term the limits settle where arrivals are
+    // C = 98 % of the line rate and the blaster's burst drains at the 2 % left; with it a
+    // saturated link counts as marked arrivals and the blaster is cut below its share until
+    // the queue is gone
+    let line = 1.25e8;
+    let (with, lowest) = drain_intervals(EyeqConfig::new(line));
+    let (without, lowest_without) = drain_intervals(no_queue_term(line));
+    // measured: 12 intervals with the term, 22 without (the blaster is cut below its share,
+    // towards its guarantee, until the queue is gone)
+    assert!(
+        with <= 13,
+        "drained after {with} intervals with the queue term"
+    );
+    assert!(
+        without >= 20,
+        "drained after {without} intervals without it"
+    );
+    // the term takes back the share beyond the guarantee, it does not starve: the blaster
+    // keeps at least a third of the link (its guarantee is C/2)
+    assert!(lowest >= line / 3.0, "blaster cut to {lowest}");
+    assert!(
+        lowest_without >= line / 3.0,
+        "blaster cut to {lowest_without}"
     );
 }
