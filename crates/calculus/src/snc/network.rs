@@ -680,13 +680,14 @@ impl<'a> Analysis<'a> {
         // the difference is defined where the total is, below the least pole of every source:
         // an excluded source whose MGF's pole is below the members' would cut their θ range
         // (and with a Hölder exponent p, evaluated at p·θ, cut it further)
-        let pole = |g: usize| self.source[g].theta_sup(&Eval::PLAIN);
-        let members_pole = members
-            .iter()
-            .map(|&(g, _)| pole(g))
-            .fold(f64::INFINITY, f64::min);
-        if rest.iter().any(|&g| pole(g) < members_pole) {
-            return None;
+        let mut members_pole = f64::INFINITY;
+        for &(g, _) in members {
+            members_pole = members_pole.min(self.source(g)?.theta_sup(&Eval::PLAIN));
+        }
+        for &g in &rest {
+            if self.source(g)?.theta_sup(&Eval::PLAIN) < members_pole {
+                return Ok(None);
+            }
         }
         if !self.totals.contains_key(&(q, lvl)) {
             // independent sources only: each derives from its own flow, no dependency group
