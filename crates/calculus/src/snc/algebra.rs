@@ -46,7 +46,7 @@
 //! evaluation at a grid point reads them (exact, and cheap). With [`Eval::tabulated`], such an
 //! arrival is read between grid points by cubic interpolation in ln θ over the four nearest
 //! points (exact where every one is defined; at the domain's edges, where a neighbour is
-//! undefined, and within a factor 2 of the pole of an MGF below, the exact value is computed
+//! undefined, and within a factor 1.25 of the pole of an MGF below, the exact value is computed
 //! instead). An interpolated value is a guide for the θ
 //! search only, not a bound: the search evaluates exactly at the grid points around the
 //! minimum it finds (see `search`).
