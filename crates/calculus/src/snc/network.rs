@@ -677,18 +677,6 @@ impl<'a> Analysis<'a> {
         if members.len() < 2 || 2 * rest.len() > members.len() {
             return Ok(None);
         }
-        // the difference is defined where the total is, below the least pole of every source:
-        // an excluded source whose MGF's pole is below the members' would cut their θ range
-        // (and with a Hölder exponent p, evaluated at p·θ, cut it further)
-        let mut members_pole = f64::INFINITY;
-        for &(g, _) in members {
-            members_pole = members_pole.min(self.source(g)?.theta_sup(&Eval::PLAIN));
-        }
-        for &g in &rest {
-            if self.source(g)?.theta_sup(&Eval::PLAIN) < members_pole {
-                return Ok(None);
-            }
-        }
         if !self.totals.contains_key(&(q, lvl)) {
             // independent sources only: each derives from its own flow, no dependency group
             let independent = starting
@@ -711,13 +699,23 @@ impl<'a> Analysis<'a> {
         if rest.is_empty() {
             return Ok(Some(total));
         }
-        let mut parts: Vec<MgfArrival> = Vec::with_capacity(rest.len());
-        for &g in &rest {
-            parts.push(self.source(g)?);
-        }
+        // the difference is defined where the total is, below the least pole of every source:
+        // an excluded source whose MGF's pole is below the members' would cut their θ range
+        // (and with a Hölder exponent p, evaluated at p·θ, cut it further)
+        let mut members_pole = f64::INFINITY;
         let mut deps = Deps::none();
         for &(g, _) in members {
-            deps = deps.union(self.source(g)?.deps());
+            let a = self.source(g)?;
+            members_pole = members_pole.min(a.theta_sup(&Eval::PLAIN));
+            deps = deps.union(a.deps());
+        }
+        let mut parts: Vec<MgfArrival> = Vec::with_capacity(rest.len());
+        for &g in &rest {
+            let a = self.source(g)?;
+            if a.theta_sup(&Eval::PLAIN) < members_pole {
+                return Ok(None);
+            }
+            parts.push(a);
         }
         Ok(self.alg.difference(&total, &parts, deps))
     }
