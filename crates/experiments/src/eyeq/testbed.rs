@@ -102,6 +102,15 @@ impl Bed {
     fn udp(&self) -> &str {
         self.ns(2)
     }
+    /// The blaster's sink on the receiving host.
+    fn blaster_sink(&self) -> Result<Sink, EyeqExperimentError> {
+        Sink::start(
+            Some(self.rx()),
+            SocketAddr::new(self.tenants[1].into(), UDP_PORT),
+            BlastProtocol::Udp,
+        )
+        .map_err(err)
+    }
 }
 
 /// The agents of one run.
@@ -283,12 +292,7 @@ impl Backend for Testbed {
             BlastProtocol::Tcp,
         )
         .map_err(err)?;
-        let udp_sink = Sink::start(
-            Some(bed.rx()),
-            SocketAddr::new(bed.tenants[1].into(), UDP_PORT),
-            BlastProtocol::Udp,
-        )
-        .map_err(err)?;
+        let udp_sink = bed.blaster_sink()?;
         let agents = self.agents(
             setup,
             &bed,
@@ -363,12 +367,7 @@ impl Backend for Testbed {
         let server =
             tailbound_testbed::memcached::start(bed.rx(), "rx", addr, 64, &self.memcached, false)
                 .map_err(err)?;
-        let udp_sink = Sink::start(
-            Some(bed.rx()),
-            SocketAddr::new(bed.tenants[1].into(), UDP_PORT),
-            BlastProtocol::Udp,
-        )
-        .map_err(err)?;
+        let udp_sink = bed.blaster_sink()?;
         let run_s = setup.warmup_s + setup.latency_duration_s;
         let limits = if row.eyeq() {
             SenderLimits::Feedback
