@@ -4,6 +4,7 @@
 use crate::index::AdmittedIndex;
 use crate::{AdmissionError, Grant, Policy};
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use tailbound_calculus::dnc::{shaper_delay, Envelope};
 use tailbound_calculus::snc::{MmppBound, Present};
@@ -302,9 +303,16 @@ pub(crate) fn decide(
     Ok(last)
 }
 
+/// The order in which a decision reports missed SLOs, the first one reported being the
+/// reason: the newcomer's own, then the admitted tenants' by index.
+fn first_missed(t: usize, newcomer: usize) -> (bool, usize) {
+    (t != newcomer, t)
+}
+
 /// Bounds the admitted tenants plus the newcomer with grant `g` (those `scope` says); returns
-/// the newcomer's bound, the first SLO that would be missed and the θs of the bounds
-/// minimised. Under [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
+/// the newcomer's bound, the first SLO that would be missed ([`first_missed`]) and the θs of
+/// the bounds minimised. SNC-Meister's neighbourhood is bounded in that order and stops at
+/// the first miss: a rejection costs the tenants bounded up to it, not the neighbourhood. Under [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
 /// `thetas` and only minimised when its bound there misses its SLO: the decision is the
 /// same (a bound at any θ is a valid bound; a tenant within its SLO there is within it at its
 /// minimum too), only the bounds of the tenants that still meet their SLOs may be looser
@@ -348,7 +356,14 @@ fn check(
                     groups,
                     sources,
                 };
-                bound_over(net, &present, &grant_of, &affected, packets_s, thetas)?
+                // in the order misses are reported: the newcomer first
+                let order: Vec<usize> = affected
+                    .iter()
+                    .copied()
+                    .filter(|&t| t == newcomer)
+                    .chain(affected.iter().copied().filter(|&t| t != newcomer))
+                    .collect();
+                bound_over(net, &present, &grant_of, &order, packets_s, thetas)?
             } else {
                 let set: Vec<(usize, &Grant)> = reach
                     .inputs(&affected)
@@ -388,24 +403,24 @@ fn check(
             all.map(|v| (h.bound.tenant, v))
         })
         .collect();
-    let mut bound_s = None;
-    let mut failure = None;
-    for b in bounds.iter().map(|h| &h.bound) {
-        if b.tenant == newcomer {
-            bound_s = b.total.seconds();
-        }
-        if failure.is_none() && !b.meets_slo {
-            failure = Some(match &b.total {
-                Bound::Within(s) => format!(
-                    "tenant {:?} would get {:.3} ms > its SLO {:.3} ms",
-                    b.name,
-                    s * 1e3,
-                    b.slo.latency_s * 1e3
-                ),
-                Bound::Unbounded(why) => format!("tenant {:?} would be unbounded: {why}", b.name),
-            });
-        }
-    }
+    let bound_s = bounds
+        .iter()
+        .find(|h| h.bound.tenant == newcomer)
+        .and_then(|h| h.bound.total.seconds());
+    let failure = bounds
+        .iter()
+        .map(|h| &h.bound)
+        .filter(|b| !b.meets_slo)
+        .min_by_key(|b| first_missed(b.tenant, newcomer))
+        .map(|b| match &b.total {
+            Bound::Within(s) => format!(
+                "tenant {:?} would get {:.3} ms > its SLO {:.3} ms",
+                b.name,
+                s * 1e3,
+                b.slo.latency_s * 1e3
+            ),
+            Bound::Unbounded(why) => format!("tenant {:?} would be unbounded: {why}", b.name),
+        });
     Ok((bound_s, failure, found))
 }
 
@@ -568,11 +583,12 @@ impl Present for Neighbours<'_> {
     }
 }
 
-/// The bounds of the tenants `bounded` (ascending) among those `reach` sees running with their
-/// grants (`grant_of`), each including its shaper delay and packetization allowance, each
-/// admitted one checked first at its θs (SNC-Meister's analysis over the neighbourhood, not a
-/// network of it: [`tailbound_calculus::bound_hinted_over`]). The bounds are those
-/// [`bound_set_hinted`] gives on the network of the tenants their bounds read.
+/// The bounds of the tenants `bounded` among those `reach` sees running with their grants
+/// (`grant_of`), in that order up to the first that misses its SLO, each including its shaper
+/// delay and packetization allowance, each admitted one checked first at its θs
+/// (SNC-Meister's analysis over the neighbourhood, not a network of it:
+/// [`tailbound_calculus::bound_hinted_over`]). The bounds are those [`bound_set_hinted`]
+/// gives on the network of the tenants their bounds read.
 fn bound_over<'g>(
     net: &Network,
     present: &Neighbours,
@@ -592,18 +608,26 @@ fn bound_over<'g>(
         .zip(&grants)
         .map(|(&t, grant)| hint(net, t, grant, packets_s, thetas))
         .collect();
-    let mut bounds = bound_hinted_over(
+    let mut grants = grants.into_iter();
+    let mut each = |h: &mut HintedBound| {
+        if let Some(grant) = grants.next() {
+            add_delays(&mut h.bound, grant, packets_s);
+        }
+        if h.bound.meets_slo {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    };
+    Ok(bound_hinted_over(
         net,
         Method::SncMeister,
         present,
         bounded,
         &BoundOptions::default(),
         &hints,
-    )?;
-    for (h, grant) in bounds.iter_mut().zip(&grants) {
-        add_delays(&mut h.bound, grant, packets_s);
-    }
-    Ok(bounds)
+        &mut each,
+    )?)
 }
 
 /// The network of tenants `tenants` of `net` (in that order, each keeping its flows,

@@ -246,6 +246,11 @@ pub fn bound_hinted(
 /// what the bounds of `tenants` (present ones) read, not of the network. The network is not
 /// validated again (a long-running caller validates what it appends); a flow's missing or
 /// inconsistent MMPP is an error when a bound reads it.
+///
+/// The tenants are bounded in the order given, each handed to `each` as it is found (which
+/// may amend it, e.g. add delays of its own); bounding stops after the first for which `each`
+/// breaks, and the bounds found up to there are returned. An admission check that only needs
+/// the first SLO missed stops there instead of bounding the rest.
 pub fn bound_hinted_over(
     net: &Network,
     method: Method,
@@ -253,6 +258,7 @@ pub fn bound_hinted_over(
     tenants: &[usize],
     opts: &BoundOptions,
     hints: &[Option<Hint>],
+    each: &mut dyn FnMut(&mut HintedBound) -> std::ops::ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
     if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
         return Err(CalculusError::UnknownTenant {
@@ -268,7 +274,7 @@ pub fn bound_hinted_over(
     }
     match method {
         Method::SncMeister | Method::SncHop | Method::SncConv => {
-            snc::bound_tenants_over(net, method, present, tenants, opts, hints)
+            snc::bound_tenants_over(net, method, present, tenants, opts, hints, each)
         }
         Method::Dnc | Method::SncMartingale => Err(CalculusError::Unsupported(format!(
             "the {method} analysis bounds whole networks only"

@@ -43,6 +43,7 @@ use crate::{
     effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound, Hint, HintedBound,
     Method, ThetaSearch,
 };
+use std::ops::ControlFlow;
 use tailbound_model::Network;
 
 pub(crate) fn bound_tenants(
@@ -56,10 +57,19 @@ pub(crate) fn bound_tenants(
 ) -> Result<Vec<HintedBound>, CalculusError> {
     let analysis = Analysis::new(net, method, priorities)?;
     let level = |t: usize| priorities.get(t).copied().unwrap_or(0);
-    bound_with(analysis, net, method, &level, tenants, opts, hints, done)
+    let mut each = |_: &mut HintedBound| {
+        done();
+        ControlFlow::Continue(())
+    };
+    bound_with(
+        analysis, net, method, &level, tenants, opts, hints, &mut each,
+    )
 }
 
-/// [`bound_tenants`] of the tenants `present` says are there ([`Analysis::over`]).
+/// [`bound_tenants`] of the tenants `present` says are there ([`Analysis::over`]), in the
+/// order of `tenants`, each handed to `each` as it is found; bounding stops after the first
+/// for which `each` breaks.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn bound_tenants_over(
     net: &Network,
     method: Method,
@@ -67,19 +77,11 @@ pub(crate) fn bound_tenants_over(
     tenants: &[usize],
     opts: &BoundOptions,
     hints: &[Option<Hint>],
+    each: &mut dyn FnMut(&mut HintedBound) -> ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
     let analysis = Analysis::over(net, method, present);
     let level = |t: usize| present.level(t).unwrap_or(0);
-    bound_with(
-        analysis,
-        net,
-        method,
-        &level,
-        tenants,
-        opts,
-        hints,
-        &mut || {},
-    )
+    bound_with(analysis, net, method, &level, tenants, opts, hints, each)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -91,7 +93,7 @@ fn bound_with(
     tenants: &[usize],
     opts: &BoundOptions,
     hints: &[Option<Hint>],
-    done: &mut dyn FnMut(),
+    each: &mut dyn FnMut(&mut HintedBound) -> ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
     let mut out = Vec::with_capacity(tenants.len());
     for (k, &t) in tenants.iter().enumerate() {
@@ -107,12 +109,16 @@ fn bound_with(
             .flatten()
         {
             let (flows, thetas) = checked;
-            out.push(HintedBound {
+            let mut b = HintedBound {
                 bound: tenant_result(net, t, priority, opts, flows),
                 thetas,
                 searched: false,
-            });
-            done();
+            };
+            let next = each(&mut b);
+            out.push(b);
+            if next.is_break() {
+                break;
+            }
             continue;
         }
         let mut flows = Vec::with_capacity(spec.flows.len());
@@ -128,12 +134,16 @@ fn bound_with(
                 bound,
             });
         }
-        out.push(HintedBound {
+        let mut b = HintedBound {
             bound: tenant_result(net, t, priority, opts, flows),
             thetas,
             searched: true,
-        });
-        done();
+        };
+        let next = each(&mut b);
+        out.push(b);
+        if next.is_break() {
+            break;
+        }
     }
     Ok(out)
 }

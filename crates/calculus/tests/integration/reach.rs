@@ -1,9 +1,11 @@
 //! `Reach`'s two rules on random small clusters, for each analysis admission uses: a
 //! newcomer moves no bound outside [`Reach::affected`], and the affected tenants bounded on
 //! the network of their [`Reach::inputs`] get the bounds of the whole network; so do they
-//! analysed in place over the reach ([`bound_hinted_over`]), under SNC-Meister.
+//! analysed in place over the reach ([`bound_hinted_over`]), under SNC-Meister, in any
+//! order, and stopped early they give the same bounds up to where they stop.
 
 use proptest::prelude::*;
+use std::ops::ControlFlow;
 use tailbound_calculus::snc::Present;
 use tailbound_calculus::{
     bound_all, bound_hinted_over, Bound, BoundOptions, Method, Reach, TenantBound,
@@ -105,7 +107,9 @@ fn check(method: Method, seed: u64, cluster: Cluster, tenants: usize) -> Result<
             reach: &reach,
         };
         let hints = vec![None; affected.len()];
-        let inplace = bound_hinted_over(&net, method, &over, &affected, &opts, &hints).unwrap();
+        let mut all = |_: &mut _| ControlFlow::Continue(());
+        let inplace =
+            bound_hinted_over(&net, method, &over, &affected, &opts, &hints, &mut all).unwrap();
         prop_assert_eq!(inplace.len(), affected.len());
         for (h, &t) in inplace.iter().zip(&affected) {
             let name = &net.tenants[t].name;
@@ -115,6 +119,31 @@ fn check(method: Method, seed: u64, cluster: Cluster, tenants: usize) -> Result<
                 &h.bound.total,
                 of(&near, name),
                 "seed {}: {} in place over the reach, on its inputs' network",
+                seed,
+                name
+            );
+        }
+        // backwards, stopping after the second: the bounds of a fresh analysis in another
+        // order, cut short where `each` breaks
+        let backwards: Vec<usize> = affected.iter().rev().copied().collect();
+        let mut seen = 0;
+        let mut two = |_: &mut _| {
+            seen += 1;
+            if seen == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        let cut =
+            bound_hinted_over(&net, method, &over, &backwards, &opts, &hints, &mut two).unwrap();
+        prop_assert_eq!(cut.len(), backwards.len().min(2));
+        for (h, &t) in cut.iter().zip(&backwards) {
+            let name = &net.tenants[t].name;
+            prop_assert_eq!(
+                &h.bound.total,
+                of(&near, name),
+                "seed {}: {} backwards",
                 seed,
                 name
             );
