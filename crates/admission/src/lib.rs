@@ -47,7 +47,10 @@
 //! within it at its minimum as well, and only the tenants that miss it there are minimised
 //! again ([`tailbound_calculus::bound_hinted`]). The decisions are those of minimising
 //! everyone; the newcomer's bound is always minimised. What this saves is the θ search of
-//! every affected tenant that still meets its SLO, most of a decision's work.
+//! every affected tenant that still meets its SLO, most of a decision's work. A rejection
+//! needs one missed SLO, not all of them: SNC-Meister's neighbourhood is bounded newcomer
+//! first, then by tenant index, and stops at the first miss, which is the reason given
+//! (both re-boundings report that same first miss).
 //!
 //! This crate does no I/O and reads no clock; time per decision is measured by callers.
 
@@ -172,7 +175,8 @@ pub struct Outcome {
     /// the newcomer's bound under the evaluated set [s] (the last one tried for QJump++),
     /// `None` when unbounded
     pub bound_s: Option<f64>,
-    /// why it was rejected: the first tenant whose SLO would be missed, and by how much
+    /// why it was rejected: the first tenant whose SLO would be missed (the newcomer, else the
+    /// admitted tenant of lowest index), and by how much
     pub reason: Option<String>,
     /// its level if admitted
     pub level: Option<u32>,

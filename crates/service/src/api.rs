@@ -140,7 +140,8 @@ pub struct Decision {
     pub bound_s: Option<f64>,
     /// the tenant's priority level, 0 highest
     pub priority: Option<u32>,
-    /// why it was rejected: the first tenant whose SLO would be missed and by how much
+    /// why it was rejected: the first tenant whose SLO would be missed (the newcomer itself
+    /// when it would miss its own) and by how much
     pub reason: Option<String>,
     /// the queues the tenant crosses, their load and the tenants sharing them
     pub queues: Vec<QueueLoad>,
