@@ -48,9 +48,9 @@
 //! again ([`tailbound_calculus::bound_hinted`]). The decisions are those of minimising
 //! everyone; the newcomer's bound is always minimised. What this saves is the θ search of
 //! every affected tenant that still meets its SLO, most of a decision's work. A rejection
-//! needs one missed SLO, not all of them: SNC-Meister's neighbourhood is bounded newcomer
-//! first, then by tenant index, and stops at the first miss, which is the reason given
-//! (both re-boundings report that same first miss).
+//! needs one missed SLO, not all of them: a decision bounds the newcomer first, then the
+//! others by tenant index, and stops at the first miss, which is the reason given (both
+//! re-boundings, every policy).
 //!
 //! This crate does no I/O and reads no clock; time per decision is measured by callers.
 

@@ -303,16 +303,25 @@ pub(crate) fn decide(
     Ok(last)
 }
 
-/// The order in which a decision reports missed SLOs, the first one reported being the
-/// reason: the newcomer's own, then the admitted tenants' by index.
+/// The order in which a decision bounds tenants and reports missed SLOs, the first one
+/// reported being the reason: the newcomer's own, then the admitted tenants' by index.
 fn first_missed(t: usize, newcomer: usize) -> (bool, usize) {
     (t != newcomer, t)
 }
 
+/// Whether bounding goes on after `b`: not past a missed SLO in a decision.
+fn go_on(b: &TenantBound, decision: bool) -> ControlFlow<()> {
+    if decision && !b.meets_slo {
+        ControlFlow::Break(())
+    } else {
+        ControlFlow::Continue(())
+    }
+}
+
 /// Bounds the admitted tenants plus the newcomer with grant `g` (those `scope` says); returns
 /// the newcomer's bound, the first SLO that would be missed ([`first_missed`]) and the θs of
-/// the bounds minimised. SNC-Meister's neighbourhood is bounded in that order and stops at
-/// the first miss: a rejection costs the tenants bounded up to it, not the neighbourhood. Under [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
+/// the bounds minimised. The tenants are bounded in that order and bounding stops at the
+/// first miss: a rejection costs the tenants bounded up to it, not the neighbourhood. Under [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
 /// `thetas` and only minimised when its bound there misses its SLO: the decision is the
 /// same (a bound at any θ is a valid bound; a tenant within its SLO there is within it at its
 /// minimum too), only the bounds of the tenants that still meet their SLOs may be looser
@@ -356,13 +365,8 @@ fn check(
                     groups,
                     sources,
                 };
-                // in the order misses are reported: the newcomer first
-                let order: Vec<usize> = affected
-                    .iter()
-                    .copied()
-                    .filter(|&t| t == newcomer)
-                    .chain(affected.iter().copied().filter(|&t| t != newcomer))
-                    .collect();
+                let mut order = affected.clone();
+                order.sort_by_key(|&t| first_missed(t, newcomer));
                 bound_over(net, &present, &grant_of, &order, packets_s, thetas)?
             } else {
                 let set: Vec<(usize, &Grant)> = reach
@@ -377,6 +381,7 @@ fn check(
                     groups,
                     packets_s,
                     Which::These(&affected, &level),
+                    Some(newcomer),
                     thetas,
                 )?
             }
@@ -391,6 +396,7 @@ fn check(
                 groups,
                 packets_s,
                 Which::AtOrBelow(newcomer),
+                Some(newcomer),
                 &Thetas::new(),
             )?
         }
@@ -437,12 +443,24 @@ pub(crate) fn bound_set(
     packets_s: &[f64],
     which: Which,
 ) -> Result<Vec<TenantBound>, AdmissionError> {
-    let hinted = bound_set_hinted(net, policy, set, groups, packets_s, which, &Thetas::new())?;
+    let hinted = bound_set_hinted(
+        net,
+        policy,
+        set,
+        groups,
+        packets_s,
+        which,
+        None,
+        &Thetas::new(),
+    )?;
     Ok(hinted.into_iter().map(|h| h.bound).collect())
 }
 
 /// [`bound_set`], checking each tenant with θs in `thetas` there first, within its SLO less
-/// its shaper delay and packetization allowance (`calculus::bound_hinted`).
+/// its shaper delay and packetization allowance (`calculus::bound_hinted`). In a decision
+/// about `newcomer` the tenants are bounded in [`first_missed`]'s order and bounding stops at
+/// the first missed SLO.
+#[allow(clippy::too_many_arguments)]
 fn bound_set_hinted(
     net: &Network,
     policy: Policy,
@@ -450,6 +468,7 @@ fn bound_set_hinted(
     groups: &HashMap<usize, String>,
     packets_s: &[f64],
     which: Which,
+    newcomer: Option<usize>,
     thetas: &Thetas,
 ) -> Result<Vec<HintedBound>, AdmissionError> {
     let mut set = set.to_vec();
@@ -489,7 +508,7 @@ fn bound_set_hinted(
         }
     }
     let levels = sub.priorities();
-    let which: Vec<usize> = match which {
+    let mut which: Vec<usize> = match which {
         Which::These(bounded, _) => (0..sub.tenants.len())
             .filter(|&i| bounded.binary_search(&set[i].0).is_ok())
             .collect(),
@@ -501,6 +520,9 @@ fn bound_set_hinted(
         },
         Which::All => (0..sub.tenants.len()).collect(),
     };
+    if let Some(n) = newcomer {
+        which.sort_by_key(|&i| first_missed(set[i].0, n));
+    }
     let hints: Vec<Option<Hint>> = which
         .iter()
         .map(|&i| {
@@ -508,22 +530,24 @@ fn bound_set_hinted(
             hint(net, t, grant, packets_s, thetas)
         })
         .collect();
-    let mut bounds = bound_hinted(
-        &sub,
-        method(policy),
-        &which,
-        &BoundOptions::default(),
-        &hints,
-    )?;
-    for b in bounds.iter_mut().map(|h| &mut h.bound) {
+    let mut each = |h: &mut HintedBound| {
+        let b = &mut h.bound;
         let (t, grant) = set[b.tenant];
         b.tenant = t;
         for f in &mut b.flows {
             f.flow = net_flow[f.flow];
         }
         add_delays(b, grant, packets_s);
-    }
-    Ok(bounds)
+        go_on(b, newcomer.is_some())
+    };
+    Ok(bound_hinted(
+        &sub,
+        method(policy),
+        &which,
+        &BoundOptions::default(),
+        &hints,
+        &mut each,
+    )?)
 }
 
 /// Where to check admitted tenant `t` with `grant` first: its θs in `thetas`, within its SLO
@@ -613,11 +637,7 @@ fn bound_over<'g>(
         if let Some(grant) = grants.next() {
             add_delays(&mut h.bound, grant, packets_s);
         }
-        if h.bound.meets_slo {
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
-        }
+        go_on(&h.bound, true)
     };
     Ok(bound_hinted_over(
         net,

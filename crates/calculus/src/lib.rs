@@ -33,6 +33,7 @@ pub mod snc;
 pub use reach::{QueueIndex, Reach};
 
 use serde::{Deserialize, Serialize};
+use std::ops::ControlFlow;
 use tailbound_model::{Network, NetworkError, Percentile, Slo};
 
 /// Which analysis computes the bounds.
@@ -196,7 +197,11 @@ pub fn bound_with_progress(
     opts: &BoundOptions,
     done: &mut dyn FnMut(),
 ) -> Result<Vec<TenantBound>, CalculusError> {
-    let hinted = bound_hinted_with_progress(net, method, tenants, opts, &[], done)?;
+    let mut each = |_: &mut HintedBound| {
+        done();
+        ControlFlow::Continue(())
+    };
+    let hinted = bound_hinted(net, method, tenants, opts, &[], &mut each)?;
     Ok(hinted.into_iter().map(|h| h.bound).collect())
 }
 
@@ -230,14 +235,49 @@ pub struct HintedBound {
 /// other is minimised as [`bound`] does. A caller that only needs to know whether bounds
 /// stay within budgets (admission control re-checking admitted tenants) saves the θ
 /// search of every tenant that still meets its budget at its last θ.
+///
+/// The tenants are bounded in the order given, each handed to `each` as it is found (which
+/// may amend it, e.g. add delays of its own); bounding stops after the first for which `each`
+/// breaks, and the bounds found up to there are returned. An admission check that only needs
+/// the first SLO missed stops there instead of bounding the rest.
 pub fn bound_hinted(
     net: &Network,
     method: Method,
     tenants: &[usize],
     opts: &BoundOptions,
     hints: &[Option<Hint>],
+    each: &mut dyn FnMut(&mut HintedBound) -> ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
-    bound_hinted_with_progress(net, method, tenants, opts, hints, &mut || {})
+    net.validate()?;
+    if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
+        return Err(CalculusError::UnknownTenant {
+            index,
+            len: net.tenants.len(),
+        });
+    }
+    let priorities = net.priorities();
+    let mut out = Vec::new();
+    // the analyses without θ hints: every bound searched
+    let mut searched = |bound: TenantBound| {
+        let mut h = HintedBound {
+            thetas: vec![None; bound.flows.len()],
+            bound,
+            searched: true,
+        };
+        let next = each(&mut h);
+        out.push(h);
+        next
+    };
+    match method {
+        Method::SncMeister | Method::SncHop | Method::SncConv => {
+            return snc::bound_tenants(net, method, &priorities, tenants, opts, hints, each)
+        }
+        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, &mut searched)?,
+        Method::SncMartingale => {
+            martingale::bound_tenants(net, &priorities, tenants, opts, &mut searched)?
+        }
+    }
+    Ok(out)
 }
 
 /// [`bound_hinted`] under [`Method::SncMeister`], [`Method::SncHop`] or [`Method::SncConv`]
@@ -247,10 +287,7 @@ pub fn bound_hinted(
 /// validated again (a long-running caller validates what it appends); a flow's missing or
 /// inconsistent MMPP is an error when a bound reads it.
 ///
-/// The tenants are bounded in the order given, each handed to `each` as it is found (which
-/// may amend it, e.g. add delays of its own); bounding stops after the first for which `each`
-/// breaks, and the bounds found up to there are returned. An admission check that only needs
-/// the first SLO missed stops there instead of bounding the rest.
+/// The tenants are bounded in the order given and handed to `each` as in [`bound_hinted`].
 pub fn bound_hinted_over(
     net: &Network,
     method: Method,
@@ -258,7 +295,7 @@ pub fn bound_hinted_over(
     tenants: &[usize],
     opts: &BoundOptions,
     hints: &[Option<Hint>],
-    each: &mut dyn FnMut(&mut HintedBound) -> std::ops::ControlFlow<()>,
+    each: &mut dyn FnMut(&mut HintedBound) -> ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
     if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
         return Err(CalculusError::UnknownTenant {
@@ -279,43 +316,6 @@ pub fn bound_hinted_over(
         Method::Dnc | Method::SncMartingale => Err(CalculusError::Unsupported(format!(
             "the {method} analysis bounds whole networks only"
         ))),
-    }
-}
-
-fn bound_hinted_with_progress(
-    net: &Network,
-    method: Method,
-    tenants: &[usize],
-    opts: &BoundOptions,
-    hints: &[Option<Hint>],
-    done: &mut dyn FnMut(),
-) -> Result<Vec<HintedBound>, CalculusError> {
-    net.validate()?;
-    if let Some(&index) = tenants.iter().find(|&&t| t >= net.tenants.len()) {
-        return Err(CalculusError::UnknownTenant {
-            index,
-            len: net.tenants.len(),
-        });
-    }
-    let priorities = net.priorities();
-    let searched = |bounds: Vec<TenantBound>| -> Vec<HintedBound> {
-        bounds
-            .into_iter()
-            .map(|bound| HintedBound {
-                thetas: vec![None; bound.flows.len()],
-                bound,
-                searched: true,
-            })
-            .collect()
-    };
-    match method {
-        Method::SncMeister | Method::SncHop | Method::SncConv => {
-            snc::bound_tenants(net, method, &priorities, tenants, opts, hints, done)
-        }
-        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, done).map(searched),
-        Method::SncMartingale => {
-            martingale::bound_tenants(net, &priorities, tenants, opts, done).map(searched)
-        }
     }
 }
 

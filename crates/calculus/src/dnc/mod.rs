@@ -38,6 +38,7 @@ pub use wc::{
 };
 
 use crate::{BoundOptions, CalculusError, TenantBound};
+use std::ops::ControlFlow;
 use tailbound_model::Network;
 
 impl From<DncError> for CalculusError {
@@ -46,22 +47,21 @@ impl From<DncError> for CalculusError {
     }
 }
 
-/// Bounds of the listed tenants under the DNC analysis ([`DncAnalysis`]); each tenant's bound
-/// is the sum of its flows' bounds.
+/// Bounds of the listed tenants under the DNC analysis ([`DncAnalysis`]), in that order, each
+/// handed to `each` until it breaks; each tenant's bound is the sum of its flows' bounds.
 pub(crate) fn bound_tenants(
     net: &Network,
     priorities: &[u32],
     tenants: &[usize],
     opts: &BoundOptions,
-    done: &mut dyn FnMut(),
-) -> Result<Vec<TenantBound>, CalculusError> {
+    each: &mut dyn FnMut(TenantBound) -> ControlFlow<()>,
+) -> Result<(), CalculusError> {
     let mut analysis = DncAnalysis::new(net, priorities)?;
-    tenants
-        .iter()
-        .map(|&t| {
-            let flows = analysis.tenant_flows(t)?;
-            done();
-            Ok(crate::tenant_result(net, t, priorities[t], opts, flows))
-        })
-        .collect()
+    for &t in tenants {
+        let flows = analysis.tenant_flows(t)?;
+        if each(crate::tenant_result(net, t, priorities[t], opts, flows)).is_break() {
+            break;
+        }
+    }
+    Ok(())
 }

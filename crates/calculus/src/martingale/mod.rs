@@ -156,6 +156,7 @@ use crate::{
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::ops::ControlFlow;
 use std::rc::Rc;
 use tailbound_model::{Mmpp, Network, SizeModel};
 
@@ -178,15 +179,16 @@ fn grid_at_least(theta: f64) -> i32 {
     }
 }
 
+/// Bounds of the listed tenants under the martingale analysis, in that order, each handed to
+/// `each` until it breaks.
 pub(crate) fn bound_tenants(
     net: &Network,
     priorities: &[u32],
     tenants: &[usize],
     opts: &BoundOptions,
-    done: &mut dyn FnMut(),
-) -> Result<Vec<TenantBound>, CalculusError> {
+    each: &mut dyn FnMut(TenantBound) -> ControlFlow<()>,
+) -> Result<(), CalculusError> {
     let analysis = Analysis::new(net, priorities)?;
-    let mut out = Vec::with_capacity(tenants.len());
     for &t in tenants {
         let spec = &net.tenants[t];
         let slo = effective_slo(spec.slo, opts);
@@ -203,10 +205,11 @@ pub(crate) fn bound_tenants(
             });
         }
         let priority = priorities.get(t).copied().unwrap_or(0);
-        out.push(tenant_result(net, t, priority, opts, flows));
-        done();
+        if each(tenant_result(net, t, priority, opts, flows)).is_break() {
+            break;
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -53,22 +53,14 @@ pub(crate) fn bound_tenants(
     tenants: &[usize],
     opts: &BoundOptions,
     hints: &[Option<Hint>],
-    done: &mut dyn FnMut(),
+    each: &mut dyn FnMut(&mut HintedBound) -> ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
     let analysis = Analysis::new(net, method, priorities)?;
     let level = |t: usize| priorities.get(t).copied().unwrap_or(0);
-    let mut each = |_: &mut HintedBound| {
-        done();
-        ControlFlow::Continue(())
-    };
-    bound_with(
-        analysis, net, method, &level, tenants, opts, hints, &mut each,
-    )
+    bound_with(analysis, net, method, &level, tenants, opts, hints, each)
 }
 
-/// [`bound_tenants`] of the tenants `present` says are there ([`Analysis::over`]), in the
-/// order of `tenants`, each handed to `each` as it is found; bounding stops after the first
-/// for which `each` breaks.
+/// [`bound_tenants`] of the tenants `present` says are there ([`Analysis::over`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn bound_tenants_over(
     net: &Network,

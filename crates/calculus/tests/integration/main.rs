@@ -2,5 +2,6 @@
 
 mod dnc;
 mod mg1;
+mod order;
 mod reach;
 mod snc;

@@ -2,6 +2,7 @@
 //! (snc-meister Figs. 5–8), errors, and property tests of the algebra and the bounds.
 
 use proptest::prelude::*;
+use std::ops::ControlFlow;
 use tailbound_calculus::snc::{
     search, Algebra, Analysis, ConvolutionRule, Deps, Eval, MgfArrival, MmppBound,
 };
@@ -77,7 +78,8 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
     let net = tailbound_scenario::snc_meister::read_config(&sample_config()).unwrap();
     let all: Vec<usize> = (0..net.tenants.len()).collect();
     let o = opts(ThetaSearch::Brent);
-    let first = bound_hinted(&net, Method::SncMeister, &all, &o, &[]).unwrap();
+    let mut every = |_: &mut _| ControlFlow::Continue(());
+    let first = bound_hinted(&net, Method::SncMeister, &all, &o, &[], &mut every).unwrap();
     let plain = bound(&net, Method::SncMeister, &all, &o).unwrap();
     for (h, p) in first.iter().zip(&plain) {
         assert!(h.searched);
@@ -99,7 +101,7 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
             })
         })
         .collect();
-    let again = bound_hinted(&net, Method::SncMeister, &all, &o, &at_min).unwrap();
+    let again = bound_hinted(&net, Method::SncMeister, &all, &o, &at_min, &mut every).unwrap();
     for (a, h) in again.iter().zip(&first) {
         assert!(!a.searched, "{}", a.bound.name);
         let (x, y) = (secs(&a.bound.total), secs(&h.bound.total));
@@ -115,7 +117,7 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
             })
         })
         .collect();
-    let loose = bound_hinted(&net, Method::SncMeister, &all, &o, &off).unwrap();
+    let loose = bound_hinted(&net, Method::SncMeister, &all, &o, &off, &mut every).unwrap();
     for (a, h) in loose.iter().zip(&first) {
         assert!(!a.searched);
         assert!(
@@ -135,7 +137,7 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
             })
         })
         .collect();
-    let searched = bound_hinted(&net, Method::SncMeister, &all, &o, &tight).unwrap();
+    let searched = bound_hinted(&net, Method::SncMeister, &all, &o, &tight, &mut every).unwrap();
     for (a, h) in searched.iter().zip(&first) {
         assert!(a.searched, "{}", a.bound.name);
         assert_eq!(a.bound, h.bound);
