@@ -30,6 +30,38 @@ fn scenario_at(slos_ms: &[u32], per_s: u32) -> Scenario {
     tailbound_scenario::own::parse_toml(Path::new("admission-test.toml"), &text).unwrap()
 }
 
+/// A third tenant on a link that carries two overloads it: every tenant's bound there is
+/// unbounded, and the rejection names the newcomer's own miss, found first (a decision bounds
+/// the newcomer before the admitted tenants and stops at the first miss).
+#[test]
+fn a_rejection_names_the_newcomers_own_miss_first() {
+    let s = scenario(&[200, 200, 200]);
+    let mut checked = Vec::new();
+    for policy in Policy::ALL {
+        for rebound in [Rebound::Neighbourhood, Rebound::Full] {
+            let mut a = Admission::new(&s.network, policy)
+                .unwrap()
+                .with_rebound(rebound);
+            let outcomes: Vec<_> = (0..3).map(|t| a.arrive(t).unwrap()).collect();
+            if outcomes[..2].iter().any(|o| !o.admitted) {
+                continue; // this policy does not fit two: nothing to overload
+            }
+            let third = &outcomes[2];
+            assert!(!third.admitted, "{policy}, {rebound:?}: {third:?}");
+            let reason = third.reason.as_deref().unwrap_or_default();
+            assert!(
+                reason.starts_with("tenant \"t2\""),
+                "{policy}, {rebound:?}: the reason names the newcomer: {reason}"
+            );
+            checked.push(policy);
+        }
+    }
+    assert!(
+        checked.contains(&Policy::SncMeister) && checked.len() >= 4,
+        "too few policies fit two tenants to test: {checked:?}"
+    );
+}
+
 #[test]
 fn every_policy_stops_before_the_link_overloads() {
     let s = scenario(&[200, 200, 200, 200]);
