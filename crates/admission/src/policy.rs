@@ -321,7 +321,8 @@ fn go_on(b: &TenantBound, decision: bool) -> ControlFlow<()> {
 /// Bounds the admitted tenants plus the newcomer with grant `g` (those `scope` says); returns
 /// the newcomer's bound, the first SLO that would be missed ([`first_missed`]) and the θs of
 /// the bounds minimised. The tenants are bounded in that order and bounding stops at the
-/// first miss: a rejection costs the tenants bounded up to it, not the neighbourhood. Under [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
+/// first miss: a rejection costs the tenants bounded up to it, not the neighbourhood. Under
+/// [`Scope::Neighbourhood`] an admitted tenant is checked first at its θs of
 /// `thetas` and only minimised when its bound there misses its SLO: the decision is the
 /// same (a bound at any θ is a valid bound; a tenant within its SLO there is within it at its
 /// minimum too), only the bounds of the tenants that still meet their SLOs may be looser
