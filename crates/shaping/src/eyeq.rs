@@ -47,13 +47,17 @@
 //!    rate at best. EyeQ's code (`vq.c`, "ECN1") has the switch mark ECN above a threshold
 //!    (`ISO_ECN_MARK_THRESH_BYTES`, 30 packets: 36 µs at 10 Gbit/s) and counts a tenant's
 //!    marked arrivals as `y_t += threshold × (1 + marked fraction) / T`, capped at 3 `C_t`,
-//!    which keeps cutting the rates until the queue is below the threshold. Our receiver
-//!    cannot see marks (it counts what the link delivers, and the switches we run on do not
-//!    mark), so it infers the queue from the link: a link that delivered more than half way
-//!    from `C` to its line rate over the last two intervals had a queue throughout (at the
-//!    fixed point it delivers `C`, with a queue exactly its line rate). Such an interval counts as every packet marked: each congested
-//!    tenant's `y_t` grows by `2 × mark_threshold_s × L / T` (capped at 3 `C_t`), but the
-//!    term takes back only what a tenant has beyond its guarantee: it never sets `R_t`
+//!    which keeps cutting the rates until the queue is below the threshold. With `ecn` the
+//!    driver reports each arrival's mark ([`Receiver::on_marked_arrival`]; EyeQ's senders
+//!    set ECT on every packet and its receiver clears CE before the stack) and the term is
+//!    exactly that, per tenant, with the threshold `mark_threshold_s × L`. Without marks
+//!    (a driver whose switches cannot mark) the receiver infers the queue from the link: a
+//!    link that delivered more than half way from `C` to its line rate over the last two
+//!    intervals had a queue throughout (at the fixed point it delivers `C`, with a queue
+//!    exactly its line rate). Such an interval counts as every packet marked: each
+//!    congested tenant's `y_t` grows by `2 × mark_threshold_s × L / T`. Either way it is
+//!    capped at 3 `C_t`, and the term takes back only what a tenant has beyond its
+//!    guarantee: it never sets `R_t`
 //!    below `C`·`w_t`/Σw/k unless the law without it would (EyeQ's marks fall on every
 //!    tenant in the queue; ours would otherwise cut a greedy tenant that had grown into a
 //!    blaster's idle share, when the blaster returns, far below its guarantee).
@@ -80,17 +84,20 @@
 //!   so an on/off blaster starts every burst unlimited;
 //! * the starting rate `C_t / k`, and holding the rate on stale arrivals (without it one
 //!   unlimited burst drove every simulated rate to `min_rate`);
-//! * the queue term's signal: a saturated link instead of ECN marks (on the testbed a
-//!   limited blaster at its work-conserving share plus memcached's Poisson requests kept a
-//!   standing queue of 15–60 kB, 1–5 ms, through every burst without it).
+//! * the queue term's signal where nothing marks: a saturated link instead of ECN marks (on
+//!   the testbed a limited blaster at its work-conserving share plus memcached's Poisson
+//!   requests kept a standing queue of 15–60 kB, 1–5 ms, through every burst without any
+//!   queue term). It fires 5–25 ms (0.5–2.5 intervals) later than marks at the threshold
+//!   would, which is why the testbed reads its switch port's queue instead (marks).
 //!
 //! *Limits*: the law assumes the bottleneck's queueing delay is a few intervals (shallow
 //! switch buffers). A window-limited sender whose window is many intervals' worth of bytes
 //! keeps a standing queue in an unbounded FIFO, every measurement lags by its delay and the
 //! rates oscillate (a 1 MiB TCP window beside the blaster at 1 Gbit/s in the simulator:
-//! 20–100 % of its share per 5 ms). The queue term sees a standing queue only once it
-//! saturates the link for two intervals, not its depth; a dequeue-marking variant we measured
-//! cut rates harder under the same lag and is not included.
+//! 20–100 % of its share per 5 ms). Without marks the queue term sees a standing queue only
+//! once it saturates the link for two intervals, not its depth (a dequeue-marking variant of
+//! that inference, measured in the simulator, cut rates harder under the same lag and is not
+//! included).
 //!
 //! **Feedback.** While a tenant is limited, each of its senders gets a
 //! [`Feedback::Limit`] with `R_t` from [`Receiver::on_arrival`] after every
@@ -219,6 +226,12 @@ pub struct EyeqConfig {
     /// arrivals with a marking threshold of this long at line rate (30 packets of 1500 B at
     /// 10 Gbit/s: 36 µs); 0 = no queue term [s]
     pub mark_threshold_s: f64,
+    /// the driver says which arrivals carry an ECN mark (CE: the switch port's queue was
+    /// above `mark_threshold_s` at line rate, as EyeQ's switches mark): the queue term then
+    /// counts each tenant's marked arrivals as EyeQ's code does (ECN1) instead of inferring
+    /// a queue from a saturated link
+    #[serde(default)]
+    pub ecn: bool,
     /// the receiver tracks at most this many (sender, tenant) pairs for feedback
     pub max_senders: usize,
 }
@@ -246,6 +259,7 @@ impl EyeqConfig {
             burst_s: 50e-6,
             min_burst_bytes: 3000.0,
             mark_threshold_s: 36e-6,
+            ecn: false,
             max_senders: 4096,
         }
     }
@@ -407,9 +421,13 @@ pub struct ReceiverStats {
     pub releases: u64,
     /// arrivals from senders beyond `max_senders`, which are counted but get no feedback
     pub untracked_arrivals: u64,
-    /// intervals that closed with the link saturated (the queue term applied)
+    /// intervals that closed with the queue term applied (the link saturated, or with `ecn`
+    /// marked arrivals)
     #[serde(default)]
     pub saturated_intervals: u64,
+    /// arrivals that carried an ECN mark (`ecn`)
+    #[serde(default)]
+    pub marked_arrivals: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -417,6 +435,9 @@ struct TenantState {
     weight: f64,
     /// bytes in the current interval
     bytes: u64,
+    /// packets in the current interval, and how many of them carried an ECN mark
+    packets: u32,
+    marked: u32,
     /// distinct senders in the current interval
     senders: u32,
     backlog: f64,
@@ -524,6 +545,8 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             .map(|&weight| TenantState {
                 weight,
                 bytes: 0,
+                packets: 0,
+                marked: 0,
                 senders: 0,
                 backlog: 0.0,
                 rate: None,
@@ -646,12 +669,32 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
         tenant: usize,
         bytes: u64,
     ) -> Result<Option<Feedback>, EyeqError> {
+        self.on_marked_arrival(now_ns, sender, tenant, bytes, false)
+    }
+
+    /// [`Self::on_arrival`] for a packet that carried an ECN mark (`marked`: the switch
+    /// port's queue was above the marking threshold). Marks count only with `ecn` set.
+    ///
+    /// # Errors
+    /// [`EyeqError::UnknownTenant`]; nothing is counted.
+    pub fn on_marked_arrival(
+        &mut self,
+        now_ns: u64,
+        sender: K,
+        tenant: usize,
+        bytes: u64,
+        marked: bool,
+    ) -> Result<Option<Feedback>, EyeqError> {
         self.tenant(tenant)?;
         self.tick(now_ns);
         let now_ns = self.now_ns;
         let interval = self.interval;
+        let marked = marked && self.cfg.ecn;
+        self.stats.marked_arrivals += u64::from(marked);
         let t = &mut self.tenants[tenant];
         t.bytes = t.bytes.saturating_add(bytes);
+        t.packets = t.packets.saturating_add(1);
+        t.marked = t.marked.saturating_add(u32::from(marked));
         t.last_arrival_ns = now_ns;
         let rate = t.rate;
         let key = (sender, tenant);
@@ -714,13 +757,29 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
         let delivered: u64 = self.tenants.iter().map(|t| t.bytes + t.prev_bytes).sum();
         let full = cfg.line_rate * 2.0 * t_s;
         let saturated = delivered as f64 > full - SATURATION * (full - 2.0 * budget);
-        let queue_term = if saturated {
-            2.0 * cfg.mark_threshold_s * cfg.line_rate / t_s
-        } else {
-            0.0
+        // EyeQ's ECN1: a tenant's marked arrivals count as `threshold × (1 + marked
+        // fraction)` more bytes; without marks, a saturated link counts as all marked
+        let threshold = cfg.mark_threshold_s * cfg.line_rate;
+        let queue_term = |t: &TenantState| {
+            if cfg.ecn {
+                if t.marked == 0 {
+                    return 0.0;
+                }
+                let frac = f64::from(t.marked) / f64::from(t.packets.max(1));
+                threshold * (1.0 + frac.min(1.0)) / t_s
+            } else if saturated {
+                2.0 * threshold / t_s
+            } else {
+                0.0
+            }
         };
-        self.saturated = saturated;
-        if saturated {
+        let queued = if cfg.ecn {
+            self.tenants.iter().any(|t| t.marked > 0)
+        } else {
+            saturated
+        };
+        self.saturated = queued;
+        if queued {
             self.stats.saturated_intervals += 1;
         }
         for t in &mut self.tenants {
@@ -735,9 +794,12 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             t.reserved = (t.reserved * cfg.reserve_decay).max(t.bytes as f64);
             // a limited tenant pressing on its limit hides its demand: count it unbounded
             let allowed = |r: f64| PRESSING * r * f64::from(t.senders.max(1));
+            // ... and so does one whose arrivals met a standing queue (marks, or a saturated
+            // link): the FIFO in front of the receiver, not its demand, holds it below its limit
+            let queued = queue_term(t) > 0.0;
             t.pressing = t
                 .rate
-                .is_some_and(|r| returning || t.smoothed_rate >= allowed(r));
+                .is_some_and(|r| returning || queued || t.smoothed_rate >= allowed(r));
         }
         // weighted fair service of the virtual queue: water-filling, smallest demand per
         // weight first; pressing tenants want everything, others their backlog, at least
@@ -793,6 +855,7 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
                     Some(r) => {
                         let law = |y: f64| r * (1.0 - cfg.alpha * (y - share) / share);
                         let plain = law(y);
+                        let queue_term = queue_term(t);
                         if queue_term > 0.0 {
                             // the queue term: a standing queue counts as more arrivals, which
                             // take back what the tenant has beyond its guarantee, not more
@@ -817,6 +880,8 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             }
             t.status.rate = t.rate;
             t.bytes = 0;
+            t.packets = 0;
+            t.marked = 0;
             t.senders = 0;
         }
         self.interval += 1;

@@ -55,7 +55,7 @@ pub struct EyeqArgs {
     /// testbed 1s]
     #[arg(long)]
     pub warmup: Option<Seconds>,
-    /// (b) time per run [default: 4s; testbed 10s]
+    /// (b) time per run [default: 4s; testbed 30s]
     #[arg(long)]
     pub latency_duration: Option<Seconds>,
     /// worker threads (the testbed runs one experiment at a time)

@@ -11,7 +11,10 @@
 //!   read late by a descheduled agent still falls into the intervals it arrived in) and wire
 //!   length. The feedback the `Receiver` returns
 //!   goes at once to the sender's agent ([`wire::PORT`]). The same counts, binned, are the
-//!   agent's report of what each tenant received (the experiments' throughput series).
+//!   agent's report of what each tenant received (the experiments' throughput series). With
+//!   a [`PortQueue`] it also stands in for EyeQ's ECN-marking switch: it reads the switch
+//!   port's backlog over rtnetlink every millisecond and counts the packets delivered while
+//!   it is above the marking threshold as marked (this kernel has no marking qdisc).
 //! * [`SenderAgent`] (on a sending host): puts an HTB class per destination on the host's
 //!   egress (u32 filter on the destination address), at the host's line rate while bypassed,
 //!   and changes its rate and ceil to the limit in force (`tc class change` through one
@@ -39,7 +42,7 @@ mod receiver;
 mod sender;
 pub mod wire;
 
-pub use receiver::{ReceiverAgent, ReceiverReport, ReceiverSpec};
+pub use receiver::{PortQueue, ReceiverAgent, ReceiverReport, ReceiverSpec};
 pub use sender::{class_id, SenderAgent, SenderLimits, SenderReport, SenderSpec};
 
 use crate::error::NetnsError;

@@ -4,6 +4,7 @@
 
 use super::{io_error, thread_cpu_s, wire, AgentThread, EyeqAgentError};
 use crate::netns;
+use crate::tc::netlink;
 use std::ffi::CString;
 use std::io::ErrorKind;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -20,6 +21,22 @@ const ETH_HLEN: u64 = 14;
 const MAX_BINS: u64 = 1_000_000;
 /// How long a read waits before the agent closes intervals and checks for a stop.
 const POLL: Duration = Duration::from_millis(2);
+/// How often the switch port's queue is read for marks [ns].
+const MARK_POLL_NS: u64 = 1_000_000;
+
+/// The switch port in front of the receiving host, whose queue marks what it delivers: EyeQ's
+/// switches mark ECN above a threshold. This kernel has no marking qdisc, so the agent reads
+/// the port's backlog over rtnetlink every millisecond and counts each arrival as marked
+/// while the backlog is above `mark_threshold_s` × the line rate (marking at dequeue).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortQueue {
+    /// the switch's namespace
+    pub netns: String,
+    /// the port: the switch's end of the receiving host's link
+    pub iface: String,
+    /// the port's queue: its qdisc handle (`0x0002_0000` for `2:`)
+    pub qdisc: u32,
+}
 
 /// What a [`ReceiverAgent`] watches and whom it tells.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +58,8 @@ pub struct ReceiverSpec {
     pub feedback_port: u16,
     /// bins of the per-tenant byte series [ns]
     pub bin_ns: u64,
+    /// the switch port whose queue marks arrivals; required by, and only with, `config.ecn`
+    pub marks: Option<PortQueue>,
     /// the agent stops by itself after this long
     pub max_duration: Duration,
 }
@@ -62,6 +81,12 @@ pub struct ReceiverReport {
     pub feedback_errors: u64,
     /// packets the kernel dropped before the agent read them (its socket buffer was full)
     pub socket_drops: u64,
+    /// packets counted as marked (the switch port's queue above the threshold)
+    #[serde(default)]
+    pub marked: u64,
+    /// the largest backlog read at the switch port [bytes]
+    #[serde(default)]
+    pub port_peak_bytes: u64,
     /// how long it ran [s]
     pub elapsed_s: f64,
     /// CPU time its thread used [s]
@@ -102,6 +127,17 @@ impl ReceiverAgent {
                 expected: "bins > 0 ns, at most 1000000 of them per run",
             });
         }
+        if spec.config.ecn != spec.marks.is_some() {
+            return Err(EyeqAgentError::Spec {
+                agent: "receiver",
+                message: format!(
+                    "ecn = {} with {} switch port to read marks from",
+                    spec.config.ecn,
+                    if spec.marks.is_some() { "a" } else { "no" }
+                ),
+                expected: "a switch port (marks) exactly when the config has ecn set",
+            });
+        }
         // checked here, so that a bad setting fails before the thread starts
         Receiver::<Ipv4Addr>::new(spec.config, &spec.weights, 0)?;
         let (thread, epoch) =
@@ -128,6 +164,28 @@ fn run(
     stop: &AtomicBool,
     ready: &mpsc::Sender<Instant>,
 ) -> Result<ReceiverReport, EyeqAgentError> {
+    // the port's queue is read through a socket opened in the switch's namespace
+    let port = match &spec.marks {
+        Some(m) => {
+            netns::enter(&m.netns)?;
+            let what = format!("reading the queue of switch port {}", m.iface);
+            let sock = netlink::Socket::open().map_err(io_error("receiver", &m.netns, &what))?;
+            let name = CString::new(m.iface.as_str()).map_err(|_| EyeqAgentError::Spec {
+                agent: "receiver",
+                message: format!("switch port {:?}", m.iface),
+                expected: "an interface name without NUL bytes",
+            })?;
+            // SAFETY: name is a valid C string.
+            let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+            if ifindex == 0 {
+                return Err(io_error("receiver", &m.netns, &what)(
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            Some((sock, ifindex, m.qdisc))
+        }
+        None => None,
+    };
     netns::enter(&spec.netns)?;
     let sock = PacketSocket::open(&spec.iface).map_err(io_error(
         "receiver",
@@ -155,6 +213,8 @@ fn run(
         feedback_sent: 0,
         feedback_errors: 0,
         socket_drops: 0,
+        marked: 0,
+        port_peak_bytes: 0,
         elapsed_s: 0.0,
         cpu_s: 0.0,
     };
@@ -162,6 +222,8 @@ fn run(
     let now_ns = || u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let end_ns = u64::try_from(spec.max_duration.as_nanos()).unwrap_or(u64::MAX);
     let mut buf = [0u8; 64];
+    let threshold = spec.config.mark_threshold_s * spec.config.line_rate;
+    let (mut marking, mut read_ns) = (false, None);
     while !stop.load(Ordering::Relaxed) {
         let got =
             sock.recv(&mut buf)
@@ -169,6 +231,17 @@ fn run(
         let now = now_ns();
         if now >= end_ns {
             break;
+        }
+        if let Some((port, ifindex, qdisc)) = &port {
+            if read_ns.is_none_or(|r| now.saturating_sub(r) >= MARK_POLL_NS) {
+                read_ns = Some(now);
+                let what = "reading the switch port's queue";
+                let backlog = netlink::qdisc_backlog(port, *ifindex, *qdisc)
+                    .map_err(io_error("receiver", &spec.netns, what))?
+                    .unwrap_or(0);
+                report.port_peak_bytes = report.port_peak_bytes.max(u64::from(backlog));
+                marking = f64::from(backlog) > threshold;
+            }
         }
         let Some(Packet { len, host, wall_ns }) = got else {
             rx.tick(now);
@@ -193,7 +266,8 @@ fn run(
         if let Some(b) = report.tenant_bytes[t].get_mut((now / spec.bin_ns) as usize) {
             *b += bytes;
         }
-        if let Some(feedback) = rx.on_arrival(now, src, t, bytes)? {
+        report.marked += u64::from(marking);
+        if let Some(feedback) = rx.on_marked_arrival(now, src, t, bytes, marking)? {
             if spec.feedback {
                 let msg = wire::encode(&wire::Message {
                     dest: dst,

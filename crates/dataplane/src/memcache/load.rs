@@ -7,8 +7,9 @@
 //! receiver), so that open-loop send times are kept to a few microseconds (`nanosleep` with
 //! a 1 ns timer slack) instead of a runtime's millisecond timer wheel. Open-loop latency runs
 //! from the *scheduled* send time, so a sender that falls behind is charged for it (no
-//! coordinated omission). Every run is bounded by its duration and a request count, and every
-//! socket operation by a timeout.
+//! coordinated omission). Every request sent in the measured time is counted, also when its
+//! reply comes after the end (not only the survivors). Every run is bounded by its duration
+//! and a request count, and every socket operation by a timeout.
 
 use super::reply::{ReplyReader, ReplyShape};
 use super::request::Request;
@@ -396,7 +397,9 @@ fn closed_loop(
         };
         let got = replies.next(shape)?;
         let done = Instant::now();
-        if at >= marks.measure_from && done <= marks.end {
+        // every request sent in the measured time counts, however late its reply: dropping
+        // those that end after it would drop the slowest
+        if at >= marks.measure_from {
             tally.record(done - at, got, get);
         }
     }
@@ -418,7 +421,7 @@ fn open_loop(
             while let Ok((at, shape, get)) = rx.recv() {
                 let got = replies.next(shape)?;
                 let done = Instant::now();
-                if at >= marks.measure_from && done <= marks.end {
+                if at >= marks.measure_from {
                     tally.record(done.saturating_duration_since(at), got, get);
                 }
             }

@@ -109,6 +109,27 @@ pub fn decode_stats(msg: &[u8], ifindex: u32) -> Option<ClassStats> {
     })
 }
 
+/// The backlog [bytes] of qdisc `handle` (e.g. `2:0` as `0x0002_0000`) of interface
+/// `ifindex`, read through `sock`; `None` when it has no such qdisc.
+pub fn qdisc_backlog(sock: &Socket, ifindex: u32, handle: u32) -> io::Result<Option<u32>> {
+    Ok(sock
+        .dump(RTM_GETQDISC, ifindex, 0)?
+        .iter()
+        .find_map(|m| decode_backlog(m, ifindex, handle)))
+}
+
+/// The backlog [bytes] in an RTM_NEWQDISC payload of qdisc `handle` of `ifindex` (struct
+/// gnet_stats_queue: qlen, backlog, ...).
+pub fn decode_backlog(msg: &[u8], ifindex: u32, handle: u32) -> Option<u32> {
+    let (ifi, h, _, _) = tcmsg(msg)?;
+    if ifi != ifindex || h != handle {
+        return None;
+    }
+    let list = attrs(&msg[TCMSG_LEN..]);
+    let stats = attrs(attr(&list, TCA_STATS2)?);
+    attr(&stats, TCA_STATS_QUEUE).map(|q| u32_at(q, 4))
+}
+
 /// An rtnetlink socket, in the network namespace of the thread that opened it.
 pub struct Socket {
     fd: OwnedFd,
@@ -432,6 +453,26 @@ mod tests {
             m.extend_from_slice(a);
         }
         m
+    }
+
+    #[test]
+    fn a_qdiscs_backlog_is_read_from_its_queue_stats() {
+        // gnet_stats_queue: qlen 3, backlog 4542, drops 1, requeues 0, overlimits 9
+        let mut queue = Vec::new();
+        for v in [3u32, 4542, 1, 0, 9] {
+            queue.extend_from_slice(&v.to_ne_bytes());
+        }
+        let stats = nla(TCA_STATS2, &nla(TCA_STATS_QUEUE, &queue));
+        let m = msg(
+            7,
+            0x0002_0000,
+            0x0001_0001,
+            0,
+            &[nla(TCA_KIND, b"bfifo\0"), stats],
+        );
+        assert_eq!(decode_backlog(&m, 7, 0x0002_0000), Some(4542));
+        assert_eq!(decode_backlog(&m, 7, 0x0001_0000), None);
+        assert_eq!(decode_backlog(&m, 8, 0x0002_0000), None);
     }
 
     #[test]

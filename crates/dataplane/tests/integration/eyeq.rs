@@ -1,16 +1,19 @@
 //! EyeQ's agents on real namespaces: a UDP blaster into a congested receiver makes the receiver
 //! agent send feedback, the sender agent turns its HTB class for that destination down to the
-//! fed-back rate (read back from the kernel), and back to bypass once the blaster stops.
+//! fed-back rate (read back from the kernel), and back to bypass once the blaster stops; the
+//! receiver agent reads the switch port's queue and counts what it delivers above the
+//! marking threshold as marked.
 //! Asserts on what the agents decide; the deadlines are generous bounds, not measurements.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tailbound_dataplane::blast::{blast, BlastProtocol, BlastSpec, Sink};
 use tailbound_dataplane::eyeq::{
-    class_id, wire, ReceiverAgent, ReceiverSpec, SenderAgent, SenderLimits, SenderSpec,
+    class_id, wire, PortQueue, ReceiverAgent, ReceiverSpec, SenderAgent, SenderLimits, SenderSpec,
 };
 use tailbound_dataplane::netns::{extra_ip, HostSpec, Lan, LanSpec, HOST_IFACE};
 use tailbound_dataplane::probe::Control;
+use tailbound_dataplane::tc::batch;
 use tailbound_dataplane::tc::{read_state, Target};
 use tailbound_enforce_plan::ClassId;
 use tailbound_shaping::eyeq::EyeqConfig;
@@ -71,12 +74,27 @@ fn a_blaster_into_a_congested_receiver_is_limited_by_feedback_and_released_after
     })
     .unwrap();
     let (rx, tx) = (lan.hosts()[0].ns.clone(), lan.hosts()[1].ns.clone());
+    // the receiving switch port's queue: 40 ms at the link rate, drop-tail
+    let (sw, port) = (
+        lan.switch_ns().unwrap().to_string(),
+        lan.hosts()[0].port.clone().unwrap(),
+    );
+    let line = format!("qdisc replace dev {port} parent 1:1 handle 2: bfifo limit 50000");
+    batch::run(
+        std::path::Path::new("tc"),
+        Some(&sw),
+        &[line],
+        Duration::from_secs(30),
+    )
+    .unwrap();
     // EyeQ's time constants × 50: a 10 ms interval; a short hold so the test ends soon
     let config = EyeqConfig {
         interval_ns: 10_000_000,
         feedback_ns: 5_000_000,
         hold_ns: 300_000_000,
         burst_s: 2.5e-3,
+        mark_threshold_s: 1.8e-3,
+        ecn: true,
         ..EyeqConfig::new(LINK)
     };
     let sink = Sink::start(
@@ -94,6 +112,11 @@ fn a_blaster_into_a_congested_receiver_is_limited_by_feedback_and_released_after
         feedback: true,
         feedback_port: wire::PORT,
         bin_ns: 100_000_000,
+        marks: Some(PortQueue {
+            netns: sw.clone(),
+            iface: port.clone(),
+            qdisc: 0x0002_0000,
+        }),
         max_duration: Duration::from_secs(60),
     })
     .unwrap();
@@ -150,6 +173,13 @@ fn a_blaster_into_a_congested_receiver_is_limited_by_feedback_and_released_after
     let snd = sender.stop().unwrap();
     assert!(r.stats.limits >= 1 && r.feedback_sent >= 1, "{r:?}");
     assert!(r.packets > 0 && r.tenant_bytes[0].iter().sum::<u64>() > 0);
+    // the unlimited start filled the port's queue beyond the threshold: marks
+    let threshold = config.mark_threshold_s * LINK;
+    assert!(
+        r.port_peak_bytes as f64 > threshold && r.marked > 0,
+        "{r:?}"
+    );
+    assert!(r.stats.marked_arrivals > 0, "{:?}", r.stats);
     assert!(snd.feedback >= 1 && snd.class_changes >= 2, "{snd:?}");
     assert_eq!(snd.tc_errors, 0);
     assert!(snd.lowest_rate[0].is_some_and(|l| l <= 0.98 * LINK * 1.01));

@@ -16,7 +16,9 @@
 //! at `nic_rate`. In every mode the same agents run: the receiver agent measures (its counts
 //! are the throughput series) and sends feedback only with EyeQ; the sender agents keep
 //! their classes bypassed (`none`), at the guarantee (`static`) or at the fed-back rate
-//! (`eyeq`), so that the data path is the same and only the limits differ.
+//! (`eyeq`), so that the data path is the same and only the limits differ. The switch port's
+//! queue (`bfifo` 2:) marks: the receiver agent reads its backlog and counts what it delivers
+//! while the backlog is above EyeQ's marking threshold as ECN-marked (EyeQ's queue term).
 //!
 //! Only the receiving host runs a receiver agent: the blaster aims at it, and the other
 //! direction carries ACKs and memcached's short replies (`STORED`).
@@ -32,13 +34,14 @@ use std::time::{Duration, Instant};
 use tailbound_curves::NetworkCost;
 use tailbound_dataplane::blast::{blast, BlastProtocol, BlastSpec, Sink, DATAGRAM_BYTES};
 use tailbound_dataplane::eyeq::{
-    wire, ReceiverAgent, ReceiverReport, ReceiverSpec, SenderAgent, SenderLimits, SenderReport,
-    SenderSpec,
+    wire, PortQueue, ReceiverAgent, ReceiverReport, ReceiverSpec, SenderAgent, SenderLimits,
+    SenderReport, SenderSpec,
 };
 use tailbound_dataplane::memcache::load::{run_load, LoadMode, LoadSpec};
 use tailbound_dataplane::netns::{self, extra_ip, HostSpec, Lan, LanSpec, HOST_IFACE};
 use tailbound_dataplane::probe::Control;
 use tailbound_dataplane::tc::batch;
+use tailbound_shaping::eyeq::EyeqConfig;
 
 /// Frame bytes of one blast datagram (payload + UDP 8 + IPv4 20 + Ethernet 14).
 const DATAGRAM_FRAME_BYTES: f64 = DATAGRAM_BYTES as f64 + 42.0;
@@ -46,6 +49,8 @@ const DATAGRAM_FRAME_BYTES: f64 = DATAGRAM_BYTES as f64 + 42.0;
 const MEMCACHED_PORT: u16 = 11211;
 const TCP_PORT: u16 = 5001;
 const UDP_PORT: u16 = 5002;
+/// The receiving switch port's queue: qdisc `2:` (its handle as the kernel has it).
+const SWITCH_QUEUE: u32 = 0x0002_0000;
 /// Slack on every agent's own deadline beyond the run's length.
 const AGENT_SLACK: Duration = Duration::from_secs(60);
 
@@ -175,7 +180,10 @@ impl Testbed {
         else {
             return Err(err("the LAN has no switch"));
         };
-        let line = format!("qdisc replace dev {port} parent 1:1 handle 2: bfifo limit {buffer}");
+        let line = format!(
+            "qdisc replace dev {port} parent 1:1 handle {:x}: bfifo limit {buffer}",
+            SWITCH_QUEUE >> 16
+        );
         batch::run(&self.tc, Some(sw), &[line], Duration::from_secs(30))
             .map_err(|e| err(format!("switch port buffer: {e:?}")))?;
         Ok(bed)
@@ -189,7 +197,15 @@ impl Testbed {
         limits: SenderLimits,
         run_s: f64,
     ) -> Result<Agents, EyeqExperimentError> {
-        let config = setup.eyeq_config();
+        // the switch port's queue marks (ECN, read by the receiver agent): EyeQ's queue term
+        let config = EyeqConfig {
+            ecn: true,
+            ..setup.eyeq_config()
+        };
+        let (Some(sw), Some(port)) = (bed.lan.switch_ns(), bed.lan.hosts()[0].port.as_deref())
+        else {
+            return Err(err("the LAN has no switch"));
+        };
         let max_duration = Duration::from_secs_f64(run_s) + AGENT_SLACK;
         let receiver = ReceiverAgent::start(ReceiverSpec {
             netns: bed.rx().to_string(),
@@ -200,6 +216,11 @@ impl Testbed {
             feedback,
             feedback_port: wire::PORT,
             bin_ns: (setup.bin_s * 1e9).round() as u64,
+            marks: Some(PortQueue {
+                netns: sw.to_string(),
+                iface: port.to_string(),
+                qdisc: SWITCH_QUEUE,
+            }),
             max_duration,
         })
         .map_err(err)?;
