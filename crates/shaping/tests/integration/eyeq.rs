@@ -715,46 +715,59 @@ fn a_limited_tenant_pressing_on_its_limit_grows_into_spare_capacity() {
     );
 }
 
-/// Intervals from the blaster's first limit until the queue of a link in front of the
-/// receiver drains below a tenth of an interval of line rate, after its unlimited start
-/// filled it (4 intervals deep, as
-/// the testbed's switch port), beside a light tenant at 25 % of the line rate; and the
-/// blaster's lowest rate meanwhile [bytes/s]. The link is a fluid FIFO serving `L` per
-/// interval, each tenant in proportion to its bytes in it; the receiver sees what it
-/// delivers, 1000-byte packets spread over the interval, marked (with `ecn`) while the queue
-/// at the start of the interval is above the marking threshold; the blaster's sender obeys
-/// its latest feedback from the next interval on.
-fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
-    let line = cfg.line_rate;
-    let t = cfg.interval_ns;
-    let per_interval = line * t as f64 / 1e9;
-    let buffer = 4.0 * per_interval;
-    let mut rx = Receiver::<usize>::new(cfg, &[1.0, 1.0], 0).expect("valid receiver");
-    let mut queued = [0.0f64; 2];
-    let mut owed = [0.0f64; 2];
-    let mut limit: Option<f64> = None;
-    let mut lowest = f64::INFINITY;
-    let mut limited_at = None;
-    for k in 0..400u64 {
-        let blaster = if k >= 20 {
-            limit.unwrap_or(2.5 * line)
-        } else {
-            0.0
-        };
-        queued[0] += 0.25 * per_interval;
-        queued[1] += blaster * t as f64 / 1e9;
-        let total = queued[0] + queued[1];
+/// A fluid FIFO link in front of a receiver, shared by a light tenant (0) and a blaster (1):
+/// it serves `L` per interval, each tenant in proportion to its bytes in it, and drops the
+/// blaster's excess beyond 4 intervals of line rate (drop-tail, as the testbed's switch
+/// port); the receiver sees what it delivers, 1000-byte packets spread over the interval,
+/// marked (with `ecn`) while the queue at the start of the interval is above the marking
+/// threshold; the blaster's sender obeys its latest feedback from the next interval on.
+struct Fifo {
+    rx: Receiver<usize>,
+    cfg: EyeqConfig,
+    per_interval: f64,
+    queued: [f64; 2],
+    /// bytes delivered but not yet a whole packet
+    owed: [f64; 2],
+    /// the blaster's limit in force
+    limit: Option<f64>,
+}
+
+impl Fifo {
+    fn new(cfg: EyeqConfig) -> Fifo {
+        Fifo {
+            rx: Receiver::<usize>::new(cfg, &[1.0, 1.0], 0).expect("valid receiver"),
+            cfg,
+            per_interval: cfg.line_rate * cfg.interval_ns as f64 / 1e9,
+            queued: [0.0; 2],
+            owed: [0.0; 2],
+            limit: None,
+        }
+    }
+
+    /// Interval `k`: the light tenant offers `light` × the line rate and the blaster sends
+    /// `blaster` [bytes/s]; returns the queue before this interval's service [bytes]. The
+    /// caller closes the interval (`rx.tick`).
+    fn interval(&mut self, k: u64, light: f64, blaster: f64) -> f64 {
+        let t = self.cfg.interval_ns;
+        let line = self.cfg.line_rate;
+        self.queued[0] += light * self.per_interval;
+        self.queued[1] += blaster * t as f64 / 1e9;
+        let total = self.queued[0] + self.queued[1];
+        let buffer = 4.0 * self.per_interval;
         if total > buffer {
             // drop-tail: the blaster's excess is lost
-            queued[1] -= total - buffer;
+            self.queued[1] -= total - buffer;
         }
-        let total = queued[0] + queued[1];
-        let marked = cfg.ecn && total > cfg.mark_threshold_s * line;
-        let served = total.min(per_interval);
-        let delivered = [served * queued[0] / total, served * queued[1] / total];
+        let total = self.queued[0] + self.queued[1];
+        let marked = self.cfg.ecn && total > self.cfg.mark_threshold_s * line;
+        let served = total.min(self.per_interval);
+        let delivered = [
+            served * self.queued[0] / total,
+            served * self.queued[1] / total,
+        ];
         // whole packets; the remainder waits for the next interval
         let mut packets = [0u64; 2];
-        for ((p, o), d) in packets.iter_mut().zip(&mut owed).zip(delivered) {
+        for ((p, o), d) in packets.iter_mut().zip(&mut self.owed).zip(delivered) {
             *o += d;
             *p = (*o / 1000.0) as u64;
             *o -= *p as f64 * 1000.0;
@@ -766,12 +779,13 @@ fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
             let tenant =
                 usize::from(sent[0] * packets[1] > sent[1] * packets[0] || sent[0] == packets[0]);
             let now = k * t + i * t / n;
-            if let Some(f) = rx
+            if let Some(f) = self
+                .rx
                 .on_marked_arrival(now, tenant, tenant, 1000, marked)
                 .expect("known tenant")
             {
                 if tenant == 1 {
-                    limit = match f {
+                    self.limit = match f {
                         Feedback::Limit { rate } => Some(rate),
                         Feedback::Release => None,
                     };
@@ -780,14 +794,34 @@ fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
             sent[tenant] += 1;
             i += 1;
         }
-        for (q, d) in queued.iter_mut().zip(delivered) {
+        for (q, d) in self.queued.iter_mut().zip(delivered) {
             *q -= d;
         }
-        if let (true, Some(at)) = (queued[0] + queued[1] < 0.1 * per_interval, limited_at) {
+        total
+    }
+}
+
+/// Intervals from the blaster's first limit until the queue of a [`Fifo`] drains below a
+/// tenth of an interval of line rate, after the blaster's unlimited start filled it, beside
+/// a light tenant at 25 % of the line rate; and the blaster's lowest rate meanwhile
+/// [bytes/s].
+fn drain_intervals(cfg: EyeqConfig) -> (u64, f64) {
+    let mut link = Fifo::new(cfg);
+    let mut lowest = f64::INFINITY;
+    let mut limited_at = None;
+    for k in 0..400u64 {
+        let blaster = if k >= 20 {
+            link.limit.unwrap_or(2.5 * cfg.line_rate)
+        } else {
+            0.0
+        };
+        link.interval(k, 0.25, blaster);
+        let drained = link.queued[0] + link.queued[1] < 0.1 * link.per_interval;
+        if let (true, Some(at)) = (drained, limited_at) {
             return (k - at, lowest);
         }
-        rx.tick((k + 1) * t);
-        if let Some(r) = limit {
+        link.rx.tick((k + 1) * cfg.interval_ns);
+        if let Some(r) = link.limit {
             lowest = lowest.min(r);
             limited_at = limited_at.or(Some(k));
         }
@@ -823,67 +857,23 @@ fn the_queue_term_drains_a_standing_queue() {
     );
 }
 
-/// The deepest queue [in intervals at line rate] at a link in front of the receiver, after a
-/// warm-up, while a limited blaster (offering 2.5 × the line rate) shares it with a light
-/// tenant whose load steps between 15 % and 50 % of the line rate (6 intervals low, 2 high:
-/// 24 % on average, memcached's bursts). The same fluid FIFO as [`drain_intervals`].
+/// The deepest queue [in intervals at line rate] at a [`Fifo`], after a warm-up, while a
+/// limited blaster (offering 2.5 × the line rate) shares it with a light tenant whose load
+/// steps between 15 % and 50 % of the line rate (6 intervals low, 2 high: 24 % on average,
+/// memcached's bursts).
 fn deepest_queue(cfg: EyeqConfig) -> f64 {
-    let line = cfg.line_rate;
-    let t = cfg.interval_ns;
-    let per_interval = line * t as f64 / 1e9;
-    let buffer = 4.0 * per_interval;
-    let mut rx = Receiver::<usize>::new(cfg, &[1.0, 1.0], 0).expect("valid receiver");
-    let mut queued = [0.0f64; 2];
-    let mut owed = [0.0f64; 2];
-    let mut limit: Option<f64> = None;
+    let mut link = Fifo::new(cfg);
     let mut deepest: f64 = 0.0;
     for k in 0..800u64 {
         let light = if k % 8 < 6 { 0.15 } else { 0.5 };
-        queued[0] += light * per_interval;
-        queued[1] += limit.unwrap_or(2.5 * line) * t as f64 / 1e9;
-        let total = queued[0] + queued[1];
-        if total > buffer {
-            queued[1] -= total - buffer;
-        }
-        let total = queued[0] + queued[1];
+        let blaster = link.limit.unwrap_or(2.5 * cfg.line_rate);
+        let total = link.interval(k, light, blaster);
         if k >= 200 {
-            deepest = deepest.max(total - per_interval);
+            deepest = deepest.max(total - link.per_interval);
         }
-        let marked = cfg.ecn && total > cfg.mark_threshold_s * line;
-        let served = total.min(per_interval);
-        let delivered = [served * queued[0] / total, served * queued[1] / total];
-        let mut packets = [0u64; 2];
-        for ((p, o), d) in packets.iter_mut().zip(&mut owed).zip(delivered) {
-            *o += d;
-            *p = (*o / 1000.0) as u64;
-            *o -= *p as f64 * 1000.0;
-        }
-        let n = packets.iter().sum::<u64>().max(1);
-        let (mut sent, mut i) = ([0u64; 2], 0u64);
-        while sent[0] < packets[0] || sent[1] < packets[1] {
-            let tenant =
-                usize::from(sent[0] * packets[1] > sent[1] * packets[0] || sent[0] == packets[0]);
-            let now = k * t + i * t / n;
-            if let Some(f) = rx
-                .on_marked_arrival(now, tenant, tenant, 1000, marked)
-                .expect("known tenant")
-            {
-                if tenant == 1 {
-                    limit = match f {
-                        Feedback::Limit { rate } => Some(rate),
-                        Feedback::Release => None,
-                    };
-                }
-            }
-            sent[tenant] += 1;
-            i += 1;
-        }
-        for (q, d) in queued.iter_mut().zip(delivered) {
-            *q -= d;
-        }
-        rx.tick((k + 1) * t);
+        link.rx.tick((k + 1) * cfg.interval_ns);
     }
-    deepest.max(0.0) / per_interval
+    deepest.max(0.0) / link.per_interval
 }
 
 #[test]
