@@ -488,8 +488,9 @@ pub struct Receiver<K> {
     stats: ReceiverStats,
     /// scratch for water-filling: tenant indices
     order: Vec<usize>,
-    /// the last interval closed with the link saturated
-    saturated: bool,
+    /// the last interval closed with a standing queue in front of the link (the queue term
+    /// applied)
+    queued: bool,
 }
 
 /// Idle intervals closed one by one before the rest of a silence is skipped. After 64
@@ -576,7 +577,7 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
             swept_ns: now_ns,
             stats: ReceiverStats::default(),
             order: Vec::with_capacity(weights.len()),
-            saturated: false,
+            queued: false,
         })
     }
 
@@ -625,10 +626,10 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
         })
     }
 
-    /// Whether the last interval closed with the link saturated (a standing queue in front of
-    /// it: the rate controller's queue term applied).
-    pub fn saturated(&self) -> bool {
-        self.saturated
+    /// Whether the last interval closed with a standing queue in front of the link (marked
+    /// arrivals with `ecn`, else the link saturated): the rate controller's queue term applied.
+    pub fn queued(&self) -> bool {
+        self.queued
     }
 
     /// Closes every interval that ended by `now_ns` and forgets senders and tenants silent
@@ -778,7 +779,7 @@ impl<K: Copy + Eq + Hash> Receiver<K> {
         } else {
             saturated
         };
-        self.saturated = queued;
+        self.queued = queued;
         if queued {
             self.stats.saturated_intervals += 1;
         }

@@ -107,6 +107,13 @@ impl Bed {
     fn udp(&self) -> &str {
         self.ns(2)
     }
+    /// The switch's namespace and its port towards the receiving host.
+    fn switch_port(&self) -> Result<(&str, &str), EyeqExperimentError> {
+        match (self.lan.switch_ns(), self.lan.hosts()[0].port.as_deref()) {
+            (Some(sw), Some(port)) => Ok((sw, port)),
+            _ => Err(err("the LAN has no switch")),
+        }
+    }
     /// The blaster's sink on the receiving host.
     fn blaster_sink(&self) -> Result<Sink, EyeqExperimentError> {
         Sink::start(
@@ -176,10 +183,7 @@ impl Testbed {
         // the receiving port's buffer: drop-tail, shallow
         let buffer = (self.switch_buffer_intervals * setup.eyeq_interval_s * setup.link_rate)
             .max(2.0 * DATAGRAM_FRAME_BYTES) as u64;
-        let (Some(sw), Some(port)) = (bed.lan.switch_ns(), bed.lan.hosts()[0].port.as_deref())
-        else {
-            return Err(err("the LAN has no switch"));
-        };
+        let (sw, port) = bed.switch_port()?;
         let line = format!(
             "qdisc replace dev {port} parent 1:1 handle {:x}: bfifo limit {buffer}",
             SWITCH_QUEUE >> 16
@@ -202,10 +206,7 @@ impl Testbed {
             ecn: true,
             ..setup.eyeq_config()
         };
-        let (Some(sw), Some(port)) = (bed.lan.switch_ns(), bed.lan.hosts()[0].port.as_deref())
-        else {
-            return Err(err("the LAN has no switch"));
-        };
+        let (sw, port) = bed.switch_port()?;
         let max_duration = Duration::from_secs_f64(run_s) + AGENT_SLACK;
         let receiver = ReceiverAgent::start(ReceiverSpec {
             netns: bed.rx().to_string(),

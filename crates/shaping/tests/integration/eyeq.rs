@@ -908,12 +908,12 @@ fn marks_count_only_with_ecn() {
         .expect("known tenant");
     rx.tick(cfg.interval_ns);
     assert_eq!(rx.stats().marked_arrivals, 0);
-    assert!(!rx.saturated());
+    assert!(!rx.queued());
     let ecn = EyeqConfig { ecn: true, ..cfg };
     let mut rx = Receiver::<usize>::new(ecn, &[1.0], 0).expect("valid receiver");
     rx.on_marked_arrival(0, 0, 0, 1000, true)
         .expect("known tenant");
     rx.tick(cfg.interval_ns);
     assert_eq!(rx.stats().marked_arrivals, 1);
-    assert!(rx.saturated());
+    assert!(rx.queued());
 }
