@@ -135,11 +135,19 @@ impl Sink {
         Ok(sink)
     }
 
+    /// Starts `f` on a thread named `name`, and returns once that thread runs (named, at the
+    /// priority it inherits), however late a busy machine schedules it.
     fn spawn(&mut self, name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ReplayError> {
+        let (running, started) = std::sync::mpsc::channel();
         let h = std::thread::Builder::new()
             .name(name.into())
-            .spawn(f)
+            .spawn(move || {
+                let _ = running.send(());
+                f()
+            })
             .map_err(ReplayError::Thread)?;
+        // an error only if the thread ended without sending: nothing to wait for then
+        let _ = started.recv();
         self.threads.push(h);
         Ok(())
     }
