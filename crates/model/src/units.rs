@@ -45,12 +45,14 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
 pub fn parse_duration_s(s: &str) -> Result<f64, UnitError> {
     let err = || UnitError::Duration(s.to_string());
     let (v, unit) = split_number(s).ok_or_else(err)?;
-    let scale = match unit {
-        "" | "s" | "sec" | "secs" => 1.0,
-        "ms" | "msec" | "msecs" => 1e-3,
-        "us" | "µs" | "usec" | "usecs" => 1e-6,
-        "ns" => 1e-9,
-        "min" => 60.0,
+    // seconds per unit as a quotient of exact integers: 10us is 10 / 1e6, the f64 nearest
+    // 1e-5, where 10 × 1e-6 (1e-6 is not exact) would be 9.999999999999999e-6
+    let (num, den) = match unit {
+        "" | "s" | "sec" | "secs" => (1.0, 1.0),
+        "ms" | "msec" | "msecs" => (1.0, 1e3),
+        "us" | "µs" | "usec" | "usecs" => (1.0, 1e6),
+        "ns" => (1.0, 1e9),
+        "min" => (60.0, 1.0),
         "m" => {
             return Err(UnitError::Ambiguous {
                 what: "duration",
@@ -60,7 +62,7 @@ pub fn parse_duration_s(s: &str) -> Result<f64, UnitError> {
         }
         _ => return Err(err()),
     };
-    Ok(v * scale)
+    Ok(v * num / den)
 }
 
 /// Parses a rate into bytes per second. Bit units (`1Gbit`, `100Mbit/s`; tc(8) spells them the
@@ -221,7 +223,12 @@ mod tests {
     fn durations() {
         assert_eq!(parse_duration_s("20ms").unwrap(), 0.02);
         assert_eq!(parse_duration_s("1.5").unwrap(), 1.5);
-        assert!((parse_duration_s("250us").unwrap() - 250e-6).abs() < 1e-18);
+        // the f64 nearest the decimal written, as a literal gives it
+        assert_eq!(parse_duration_s("250us").unwrap(), 250e-6);
+        assert_eq!(parse_duration_s("10us").unwrap(), 1e-5);
+        assert_eq!(parse_duration_s("3ns").unwrap(), 3e-9);
+        assert_eq!(parse_duration_s("0.5ms").unwrap(), 5e-4);
+        assert_eq!(parse_duration_s("2min").unwrap(), 120.0);
         assert_eq!(parse_duration_s("1e-3s").unwrap(), 1e-3);
         assert!(parse_duration_s("-3ms").is_err());
         assert!(parse_duration_s("3 fortnights").is_err());
