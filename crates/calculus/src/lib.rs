@@ -29,6 +29,7 @@ pub mod martingale;
 pub mod mg1;
 pub mod reach;
 pub mod snc;
+mod theta;
 
 pub use reach::{QueueIndex, Reach};
 
@@ -221,7 +222,7 @@ pub struct Hint {
 pub struct HintedBound {
     pub bound: TenantBound,
     /// θ per flow where its bound was evaluated [1/work], when the flow's bound is one SNC
-    /// minimum without Hölder exponents (a hint for the next time)
+    /// minimum without Hölder exponents or a martingale bound (a hint for the next time)
     pub thetas: Vec<Option<f64>>,
     /// whether the bound was minimised over θ (`false`: the hint's θs gave a bound within
     /// its budget, which was kept)
@@ -229,9 +230,10 @@ pub struct HintedBound {
 }
 
 /// [`bound`], checking first each tenant that has a hint (`hints[k]` for `tenants[k]`;
-/// missing ones have none) at the hint's θs under the SNC analyses with [`ThetaSearch::Brent`]:
-/// a tenant whose bound evaluated exactly there (every bound at any θ is a valid SNC bound)
-/// is within the hint's budget keeps that bound, possibly looser than its minimum; any
+/// missing ones have none) at the hint's θs under the SNC analyses with [`ThetaSearch::Brent`]
+/// and under the martingale analysis (at the θ grid point nearest the hint's): a tenant whose
+/// bound evaluated exactly there (every bound at any θ where it is defined is a valid one) is
+/// within the hint's budget keeps that bound, possibly looser than its minimum; any
 /// other is minimised as [`bound`] does. A caller that only needs to know whether bounds
 /// stay within budgets (admission control re-checking admitted tenants) saves the θ
 /// search of every tenant that still meets its budget at its last θ.
@@ -257,7 +259,7 @@ pub fn bound_hinted(
     }
     let priorities = net.priorities();
     let mut out = Vec::new();
-    // the analyses without θ hints: every bound searched
+    // DNC has no θ: every bound searched
     let mut searched = |bound: TenantBound| {
         let mut h = HintedBound {
             thetas: vec![None; bound.flows.len()],
@@ -272,10 +274,10 @@ pub fn bound_hinted(
         Method::SncMeister | Method::SncHop | Method::SncConv => {
             return snc::bound_tenants(net, method, &priorities, tenants, opts, hints, each)
         }
-        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, &mut searched)?,
         Method::SncMartingale => {
-            martingale::bound_tenants(net, &priorities, tenants, opts, &mut searched)?
+            return martingale::bound_tenants(net, &priorities, tenants, opts, hints, each)
         }
+        Method::Dnc => dnc::bound_tenants(net, &priorities, tenants, opts, &mut searched)?,
     }
     Ok(out)
 }

@@ -39,10 +39,8 @@ pub(crate) use network::most_loaded_queue;
 pub use network::{Analysis, Present};
 pub use search::Minimum;
 
-use crate::{
-    effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound, Hint, HintedBound,
-    Method, ThetaSearch,
-};
+use crate::theta::{self, OverTheta};
+use crate::{Bound, BoundOptions, CalculusError, Hint, HintedBound, Method, ThetaSearch};
 use std::ops::ControlFlow;
 use tailbound_model::Network;
 
@@ -76,6 +74,37 @@ pub(crate) fn bound_tenants_over(
     bound_with(analysis, net, method, &level, tenants, opts, hints, each)
 }
 
+/// SNC's [`Analysis`] under one method and θ search, as the θ loop sees it: hints are
+/// checked only under [`ThetaSearch::Brent`] (the grid reproduces the original's numbers).
+struct Search<'s, 'a> {
+    analysis: &'s mut Analysis<'a>,
+    method: Method,
+    search: ThetaSearch,
+}
+
+impl OverTheta for Search<'_, '_> {
+    fn flow_minimum(
+        &mut self,
+        f: usize,
+        epsilon: f64,
+    ) -> Result<(Bound, Option<f64>), CalculusError> {
+        self.analysis
+            .flow_minimum(f, self.method, epsilon, self.search)
+    }
+
+    fn flow_bound_at(
+        &mut self,
+        f: usize,
+        epsilon: f64,
+        theta: f64,
+    ) -> Result<Option<f64>, CalculusError> {
+        if self.search != ThetaSearch::Brent {
+            return Ok(None);
+        }
+        self.analysis.flow_bound_at(f, self.method, epsilon, theta)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn bound_with(
     mut analysis: Analysis,
@@ -87,95 +116,10 @@ fn bound_with(
     hints: &[Option<Hint>],
     each: &mut dyn FnMut(&mut HintedBound) -> ControlFlow<()>,
 ) -> Result<Vec<HintedBound>, CalculusError> {
-    let mut out = Vec::with_capacity(tenants.len());
-    for (k, &t) in tenants.iter().enumerate() {
-        let spec = &net.tenants[t];
-        let slo = effective_slo(spec.slo, opts);
-        let epsilon = slo.percentile.epsilon() / spec.flows.len().max(1) as f64;
-        let priority = level(t);
-        let hint = hints.get(k).and_then(Option::as_ref);
-        if let Some(checked) = hint
-            .filter(|_| opts.theta == ThetaSearch::Brent)
-            .map(|h| at_hint(&mut analysis, net, t, method, epsilon, h))
-            .transpose()?
-            .flatten()
-        {
-            let (flows, thetas) = checked;
-            let mut b = HintedBound {
-                bound: tenant_result(net, t, priority, opts, flows),
-                thetas,
-                searched: false,
-            };
-            let next = each(&mut b);
-            out.push(b);
-            if next.is_break() {
-                break;
-            }
-            continue;
-        }
-        let mut flows = Vec::with_capacity(spec.flows.len());
-        let mut thetas = Vec::with_capacity(spec.flows.len());
-        for &f in &spec.flows {
-            let (bound, theta) = analysis.flow_minimum(f, method, epsilon, opts.theta)?;
-            tracing::debug!(tenant = %spec.name, flow = %net.flows[f].name, ?bound, "snc bound");
-            thetas.push(theta);
-            flows.push(FlowBound {
-                flow: f,
-                name: net.flows[f].name.clone(),
-                epsilon,
-                bound,
-            });
-        }
-        let mut b = HintedBound {
-            bound: tenant_result(net, t, priority, opts, flows),
-            thetas,
-            searched: true,
-        };
-        let next = each(&mut b);
-        out.push(b);
-        if next.is_break() {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-/// Tenant `t`'s flows bounded exactly at the hint's θs, when every one is defined there and
-/// their sum is within the hint's budget (`None`: search instead).
-#[allow(clippy::type_complexity)]
-fn at_hint(
-    analysis: &mut Analysis,
-    net: &Network,
-    t: usize,
-    method: Method,
-    epsilon: f64,
-    hint: &Hint,
-) -> Result<Option<(Vec<FlowBound>, Vec<Option<f64>>)>, CalculusError> {
-    let spec = &net.tenants[t];
-    if hint.thetas.len() != spec.flows.len() {
-        return Ok(None);
-    }
-    let mut flows = Vec::with_capacity(spec.flows.len());
-    let mut total = 0.0;
-    for (&f, &theta) in spec.flows.iter().zip(&hint.thetas) {
-        let Some(seconds) = analysis.flow_bound_at(f, method, epsilon, theta)? else {
-            return Ok(None);
-        };
-        total += seconds;
-        // a NaN budget admits nothing
-        if !matches!(
-            total.partial_cmp(&hint.budget_s),
-            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
-        ) {
-            return Ok(None);
-        }
-        flows.push(FlowBound {
-            flow: f,
-            name: net.flows[f].name.clone(),
-            epsilon,
-            bound: Bound::Within(seconds),
-        });
-    }
-    let thetas = hint.thetas.iter().copied().map(Some).collect();
-    Ok(Some((flows, thetas)))
+    let mut search = Search {
+        analysis: &mut analysis,
+        method,
+        search: opts.theta,
+    };
+    theta::bound_tenants(&mut search, net, level, tenants, opts, hints, each)
 }

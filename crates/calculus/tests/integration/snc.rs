@@ -71,16 +71,23 @@ fn rel(a: f64, b: f64) -> f64 {
 }
 
 /// A tenant checked at the θs of its minimum keeps its bound there without a search; a hint
-/// at another θ gives a valid bound no lower than the minimum when within the budget, and a
-/// search (the minimum) when the budget is below it.
+/// at another θ gives a valid bound (under SNC-Meister, whose Brent search finds the minimum:
+/// no lower than it) when within the budget, and a search (the minimum) when the budget is
+/// below it. The same for the martingale analysis, whose θs are grid points.
 #[test]
 fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
+    for method in [Method::SncMeister, Method::SncMartingale] {
+        hints_under(method);
+    }
+}
+
+fn hints_under(method: Method) {
     let net = tailbound_scenario::snc_meister::read_config(&sample_config()).unwrap();
     let all: Vec<usize> = (0..net.tenants.len()).collect();
     let o = opts(ThetaSearch::Brent);
     let mut every = |_: &mut _| ControlFlow::Continue(());
-    let first = bound_hinted(&net, Method::SncMeister, &all, &o, &[], &mut every).unwrap();
-    let plain = bound(&net, Method::SncMeister, &all, &o).unwrap();
+    let first = bound_hinted(&net, method, &all, &o, &[], &mut every).unwrap();
+    let plain = bound(&net, method, &all, &o).unwrap();
     for (h, p) in first.iter().zip(&plain) {
         assert!(h.searched);
         assert_eq!(&h.bound, p, "no hint: the same bounds as `bound`");
@@ -88,7 +95,7 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
     let thetas = |h: &tailbound_calculus::HintedBound| -> Vec<f64> {
         h.thetas
             .iter()
-            .map(|t| t.expect("one problem, no Hölder"))
+            .map(|t| t.expect("one problem, no Hölder; or a martingale grid point"))
             .collect()
     };
     // at the minimum's θs with room: kept, not searched, the same bound to rounding
@@ -101,11 +108,11 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
             })
         })
         .collect();
-    let again = bound_hinted(&net, Method::SncMeister, &all, &o, &at_min, &mut every).unwrap();
+    let again = bound_hinted(&net, method, &all, &o, &at_min, &mut every).unwrap();
     for (a, h) in again.iter().zip(&first) {
-        assert!(!a.searched, "{}", a.bound.name);
+        assert!(!a.searched, "{method} {}", a.bound.name);
         let (x, y) = (secs(&a.bound.total), secs(&h.bound.total));
-        assert!(rel(x, y) < 1e-9, "{}: {x} vs {y}", a.bound.name);
+        assert!(rel(x, y) < 1e-9, "{method} {}: {x} vs {y}", a.bound.name);
     }
     // at θ/2: a valid bound above the minimum, kept within a wide budget
     let off: Vec<Option<Hint>> = first
@@ -117,14 +124,16 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
             })
         })
         .collect();
-    let loose = bound_hinted(&net, Method::SncMeister, &all, &o, &off, &mut every).unwrap();
+    let loose = bound_hinted(&net, method, &all, &o, &off, &mut every).unwrap();
     for (a, h) in loose.iter().zip(&first) {
-        assert!(!a.searched);
+        assert!(!a.searched, "{method} {}", a.bound.name);
         assert!(
-            secs(&a.bound.total) > secs(&h.bound.total) * (1.0 + 1e-6),
+            method != Method::SncMeister
+                || secs(&a.bound.total) > secs(&h.bound.total) * (1.0 + 1e-6),
             "{}",
             a.bound.name
         );
+        assert_ne!(a.bound, h.bound, "{method} {}: another θ", a.bound.name);
     }
     // the same θ/2 with a budget below that bound: searched, the minimum again
     let tight: Vec<Option<Hint>> = loose
@@ -137,11 +146,75 @@ fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
             })
         })
         .collect();
-    let searched = bound_hinted(&net, Method::SncMeister, &all, &o, &tight, &mut every).unwrap();
+    let searched = bound_hinted(&net, method, &all, &o, &tight, &mut every).unwrap();
     for (a, h) in searched.iter().zip(&first) {
-        assert!(a.searched, "{}", a.bound.name);
-        assert_eq!(a.bound, h.bound);
+        assert!(a.searched, "{method} {}", a.bound.name);
+        assert_eq!(a.bound, h.bound, "{method}");
     }
+}
+
+/// The martingale bound is the least over its θ grid: evaluated at every grid point from 5
+/// octaves below the searched θ to 2 above (hints with an unlimited budget), no flow's bound is
+/// below the searched one. The bound is a sawtooth in θ, whose floors a coarse scan misses; a
+/// hint there would then meet a budget that the search says is missed, and hints would change
+/// decisions.
+#[test]
+fn the_martingale_search_finds_the_least_bound_on_its_theta_grid() {
+    let cluster = tailbound_testdata::synthetic::Cluster {
+        clients: 4,
+        servers: 2,
+        link_bytes_per_s: GBPS,
+    };
+    let nets = [
+        tailbound_scenario::snc_meister::read_config(&sample_config()).unwrap(),
+        fig7(12),
+        tailbound_testdata::synthetic::network(cluster, 24, 7),
+    ];
+    let o = opts(ThetaSearch::Brent);
+    let mut every = |_: &mut _| ControlFlow::Continue(());
+    let mut checked = 0;
+    for net in &nets {
+        let all: Vec<usize> = (0..net.tenants.len()).collect();
+        let searched = bound_hinted(net, Method::SncMartingale, &all, &o, &[], &mut every).unwrap();
+        for (t, s) in all.iter().zip(&searched) {
+            let Some(thetas) = s.thetas.iter().copied().collect::<Option<Vec<f64>>>() else {
+                continue;
+            };
+            for j in -40..=16 {
+                let hint = Hint {
+                    thetas: thetas
+                        .iter()
+                        .map(|th| th * (j as f64 / 8.0).exp2())
+                        .collect(),
+                    budget_s: f64::INFINITY,
+                };
+                let at = bound_hinted(
+                    net,
+                    Method::SncMartingale,
+                    &[*t],
+                    &o,
+                    &[Some(hint)],
+                    &mut every,
+                )
+                .unwrap();
+                if at[0].searched {
+                    // some flow has no bound at that θ
+                    continue;
+                }
+                for (a, b) in at[0].bound.flows.iter().zip(&s.bound.flows) {
+                    let (x, y) = (secs(&a.bound), secs(&b.bound));
+                    assert!(
+                        x >= y * (1.0 - 1e-12),
+                        "{}: {} at 2^({j}/8) × its θ is {x} s, below the search's {y} s",
+                        s.bound.name,
+                        a.name
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked} grid points compared");
 }
 
 #[test]
