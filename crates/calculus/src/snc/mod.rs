@@ -23,7 +23,10 @@
 //! bound) and its bound is the sum of its flows' bounds. A flow with no finite bound (its
 //! queues' load reaches their capacity, or no θ is stable) is [`Bound::Unbounded`] with the
 //! reason; never NaN, never "meets its SLO". [`ThetaSearch::Grid`] also selects the original's
-//! convolution rule for equal rates, so that it reproduces SNC-Calculator's numbers;
+//! convolution rule for equal rates, so that it reproduces SNC-Calculator's numbers: its
+//! response flows, and its request flows at the ε it gives them (SNC-Calculator's `initFlow`
+//! gives a client's first flow the client's whole ε and the second ε/2, a union-bound fault
+//! not copied here; `bench/fidelity` and the README compare flow by flow);
 //! [`ThetaSearch::Brent`] uses the exact tandem of constant-rate links.
 
 pub mod algebra;
