@@ -16,7 +16,10 @@ use tailbound_model::Percentile;
 pub struct BoundArgs {
     /// scenario: tailbound's own (TOML/JSON), SNC-Meister's topology JSON, or its model
     /// config JSON; at most 10 000 tenants (thousands sharing a link take minutes: a progress
-    /// bar on stderr counts them)
+    /// bar on stderr counts them). A topology's traces are fitted as SNC-Meister fits them,
+    /// every request one arrival: a trace that arrives in batches (megabytes within a
+    /// millisecond) can replay above that bound; fit its batches in tailbound's own format
+    /// (`[characterize] sizes = "empirical"`, `batch_gap = "1ms"`)
     pub scenario: PathBuf,
     /// the analysis: snc-meister (SNC with SNC-Meister's network analysis and dependency
     /// groups), snc-hop (SNC one queue at a time, ε split per hop), snc-conv (SNC leftover per
