@@ -317,6 +317,37 @@ enum Plan {
     },
 }
 
+impl Plan {
+    /// Flow `f` and the flows sharing each queue of its path at its level or above: one list
+    /// per queue.
+    fn queues(&self, f: usize) -> Vec<Vec<usize>> {
+        match self {
+            Plan::One { high, same, .. } => {
+                vec![high.iter().chain(same).copied().chain([f]).collect()]
+            }
+            Plan::Two {
+                b_high,
+                b_same,
+                x1_high,
+                x1_same,
+                x2_src,
+                x2_up,
+                ..
+            } => {
+                let both = || [f].into_iter().chain(b_high.iter().chain(b_same).copied());
+                let q1 = both()
+                    .chain(x1_high.iter().chain(x1_same).copied())
+                    .collect();
+                let q2 = both()
+                    .chain(x2_src.iter().copied())
+                    .chain(x2_up.iter().flat_map(|u| u.relayed.iter().copied()))
+                    .collect();
+                vec![q1, q2]
+            }
+        }
+    }
+}
+
 /// An upstream queue p of relayed cross traffic.
 #[derive(Debug, Clone)]
 struct UpSpec {
@@ -607,41 +638,12 @@ impl<'a> Analysis<'a> {
     /// condition for a bound there, monotone in `k`).
     fn stable(&self, f: usize, plan: &Plan, k: i32) -> bool {
         let sum = |flows: &[usize]| self.rho(flows, k);
-        match plan {
-            Plan::One { rate, high, same } => {
-                let all: Vec<usize> = high.iter().chain(same).copied().chain([f]).collect();
-                sum(&all).is_some_and(|r| r <= *rate)
+        match (plan, &plan.queues(f)[..]) {
+            (Plan::One { rate, .. }, [all]) => sum(all).is_some_and(|r| r <= *rate),
+            (Plan::Two { c1, c2, .. }, [q1, q2]) => {
+                sum(q1).is_some_and(|r| r <= *c1) && sum(q2).is_some_and(|r| r < *c2)
             }
-            Plan::Two {
-                c1,
-                c2,
-                b_high,
-                b_same,
-                x1_high,
-                x1_same,
-                x2_src,
-                x2_up,
-            } => {
-                let q1: Vec<usize> = [f]
-                    .into_iter()
-                    .chain(
-                        b_high
-                            .iter()
-                            .chain(b_same)
-                            .chain(x1_high)
-                            .chain(x1_same)
-                            .copied(),
-                    )
-                    .collect();
-                let mut q2: Vec<usize> = [f]
-                    .into_iter()
-                    .chain(b_high.iter().chain(b_same).chain(x2_src).copied())
-                    .collect();
-                for u in x2_up {
-                    q2.extend(&u.relayed);
-                }
-                sum(&q1).is_some_and(|r| r <= *c1) && sum(&q2).is_some_and(|r| r < *c2)
-            }
+            _ => false,
         }
     }
 
@@ -1003,13 +1005,7 @@ impl<'a> Analysis<'a> {
         // without cross traffic at q2 (and C2 ≥ C1) the hand-off n1 = 0 dominates: one term
         let single = specs.is_empty() && c2 >= c1;
         // q2's leftover gap at θ (per step): the blocks' terms fall at e^{−θ·gap} per step
-        let mut q2_flows: Vec<usize> = [f]
-            .into_iter()
-            .chain(b_high.iter().chain(b_same).chain(x2_src).copied())
-            .collect();
-        for u in x2_up {
-            q2_flows.extend(&u.relayed);
-        }
+        let q2_flows = plan.queues(f).pop().unwrap_or_default();
         let gap = c2 - self.rho(&q2_flows, k)?;
         if gap.is_nan() || gap <= 0.0 {
             return None;
