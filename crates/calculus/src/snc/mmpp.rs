@@ -32,6 +32,7 @@
 //! steps) ρ is left undefined rather than computed from noise: a noisy ρ there could fall
 //! below the mean rate and make an overloaded queue look stable.
 
+use std::sync::Mutex;
 use tailbound_model::{Mmpp, SizeModel};
 
 /// Work per request in one state, in the form the MGF needs.
@@ -59,6 +60,62 @@ pub struct MmppBound {
     /// the least shifted Perron root computed reliably: 1e-9 × the largest leaving
     /// probability per step
     resolution: f64,
+    /// ρ at the θs last asked for
+    memo: Memo,
+}
+
+/// Slots of [`Memo`] (a power of two).
+const MEMO_SLOTS: usize = 64;
+
+/// The ρ values of one MMPP at the θs last asked for, direct-mapped by θ's bits: an analysis
+/// asks for ρ at the same θ again and again (a queue's total and the flows it leaves out, the
+/// flows of one trace shared by several tenants, which [`MmppBound::content_key`] lets an
+/// analysis build once), and ρ is a pure function of the chain and θ, so a remembered value is
+/// the value, bit for bit. Bounded (64 slots), so that a bound kept for a long-running
+/// admission does not grow.
+struct Memo(Mutex<Box<[(u64, f64); MEMO_SLOTS]>>);
+
+impl Memo {
+    fn new() -> Memo {
+        Memo(Mutex::new(Box::new([(0, f64::NAN); MEMO_SLOTS])))
+    }
+
+    fn slot(bits: u64) -> usize {
+        (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
+    }
+
+    /// The remembered ρ at θ = `f64::from_bits(bits)`: `Some(Some(ρ))`, `Some(None)` outside
+    /// the domain, `None` not remembered.
+    fn get(&self, bits: u64) -> Option<Option<f64>> {
+        let m = self.0.lock().ok()?;
+        let (key, v) = m[Self::slot(bits)];
+        (key == bits).then_some((!v.is_nan()).then_some(v))
+    }
+
+    fn set(&self, bits: u64, rho: Option<f64>) {
+        if let Ok(mut m) = self.0.lock() {
+            m[Self::slot(bits)] = (bits, rho.unwrap_or(f64::NAN));
+        }
+    }
+}
+
+impl Clone for Memo {
+    fn clone(&self) -> Memo {
+        Memo::new()
+    }
+}
+
+impl PartialEq for Memo {
+    /// Memos hold no part of a bound's meaning.
+    fn eq(&self, _: &Memo) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 impl MmppBound {
@@ -88,7 +145,29 @@ impl MmppBound {
             states,
             transition,
             resolution: 1e-9 * leave,
+            memo: Memo::new(),
         })
+    }
+
+    /// Every number that defines the bound, as bits: equal keys, equal ρ at every θ (an
+    /// analysis builds the bound of flows with equal MMPPs once, e.g. tenants replaying one
+    /// trace).
+    pub fn content_key(&self) -> Vec<u64> {
+        let mut key = Vec::with_capacity(2 + 3 * self.states.len() + self.transition.len());
+        key.push(self.states.len() as u64);
+        for st in &self.states {
+            key.push(st.prob.to_bits());
+            match &st.sizes {
+                Sizes::Exponential { lambda } => key.extend([0, lambda.to_bits()]),
+                Sizes::Empirical { atoms, max } => {
+                    key.extend([1 + atoms.len() as u64, max.to_bits()]);
+                    key.extend(atoms.iter().flat_map(|(w, p)| [w.to_bits(), p.to_bits()]));
+                }
+            }
+        }
+        key.extend(self.transition.iter().map(|p| p.to_bits()));
+        key.push(self.resolution.to_bits());
+        key
     }
 
     /// Number of states.
@@ -142,8 +221,19 @@ impl MmppBound {
         if !(theta > 0.0 && theta.is_finite()) {
             return None;
         }
+        let bits = theta.to_bits();
+        if let Some(rho) = self.memo.get(bits) {
+            return rho;
+        }
+        let rho = self.rho_computed(theta);
+        self.memo.set(bits, rho);
+        rho
+    }
+
+    /// [`MmppBound::rho`] computed, for θ > 0 finite.
+    fn rho_computed(&self, theta: f64) -> Option<f64> {
         let n = self.states.len();
-        let mut buf = [0.0f64; 16];
+        let mut buf = [0.0f64; MAX_NODA * MAX_NODA];
         let mut heap;
         let g: &mut [f64] = if n * n <= buf.len() {
             &mut buf[..n * n]
@@ -487,6 +577,58 @@ mod tests {
         let d = p[1][1] * m1;
         let disc = (a - d) * (a - d) + 4.0 * p[0][1] * p[1][0] * m0 * m1;
         (a + d + disc.sqrt()) / 2.0
+    }
+
+    fn three_states(p0: f64) -> Mmpp {
+        mmpp(
+            vec![state(p0, 4096.0), state(0.003, 8192.0), state(0.0, 1.0)],
+            vec![
+                vec![1.0 - 3e-6, 2e-6, 1e-6],
+                vec![4e-6, 1.0 - 5e-6, 1e-6],
+                vec![1e-6, 1e-6, 1.0 - 2e-6],
+            ],
+        )
+    }
+
+    #[test]
+    fn remembered_rho_is_the_computed_rho_bit_for_bit() {
+        let b = MmppBound::new(&three_states(0.001)).unwrap();
+        let sup = b.theta_sup();
+        // more θs than the memo holds, each asked for three times, some outside the domain
+        let thetas: Vec<f64> = (0..3 * MEMO_SLOTS)
+            .map(|k| sup * 10f64.powf(-6.0 + 6.5 * k as f64 / (3 * MEMO_SLOTS) as f64))
+            .collect();
+        for _ in 0..3 {
+            for &t in &thetas {
+                let want = b.rho_computed(t);
+                assert_eq!(b.rho(t).map(f64::to_bits), want.map(f64::to_bits), "θ {t}");
+            }
+        }
+        assert!(thetas.iter().any(|&t| b.rho(t).is_none()));
+        assert!(thetas.iter().any(|&t| b.rho(t).is_some()));
+        // a clone starts with an empty memo and gives the same values
+        let c = b.clone();
+        assert_eq!(c, b);
+        assert_eq!(c.rho(thetas[5]), b.rho(thetas[5]));
+        assert_eq!(
+            (b.rho(0.0), b.rho(-1.0), b.rho(f64::NAN)),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn content_keys_tell_bounds_apart() {
+        let key = |m: &Mmpp| MmppBound::new(m).unwrap().content_key();
+        assert_eq!(key(&three_states(0.001)), key(&three_states(0.001)));
+        assert_ne!(key(&three_states(0.001)), key(&three_states(0.0011)));
+        let mut other_sizes = three_states(0.001);
+        other_sizes.states[1].sizes = SizeModel::Empirical {
+            atoms: vec![[8192.0, 1.0]],
+        };
+        assert_ne!(key(&three_states(0.001)), key(&other_sizes));
+        let mut other_chain = three_states(0.001);
+        other_chain.transition[0] = vec![1.0 - 3e-6, 1e-6, 2e-6];
+        assert_ne!(key(&three_states(0.001)), key(&other_chain));
     }
 
     #[test]
