@@ -52,6 +52,7 @@
 //! minimum it finds (see `search`).
 
 use super::mmpp::MmppBound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The set of independent sources a process derives from: flows, queues, dependency groups.
@@ -274,8 +275,33 @@ pub const GRID_PER_DECADE: f64 = 128.0;
 
 /// θ at point `i` of the shared grid: 10^{i/128} [1/work].
 pub fn grid_theta(i: i32) -> f64 {
+    // each point's power computed once per process (`powf` is most of a grid read otherwise):
+    // the table holds exactly what `powf` returns, 0 for a point not computed yet
+    let Some(slot) = usize::try_from(i64::from(i) + GRID_TABLE_HALF as i64)
+        .ok()
+        .and_then(|k| GRID_TABLE.get(k))
+    else {
+        return grid_theta_computed(i);
+    };
+    match slot.load(Ordering::Relaxed) {
+        0 => {
+            let theta = grid_theta_computed(i);
+            slot.store(theta.to_bits(), Ordering::Relaxed);
+            theta
+        }
+        bits => f64::from_bits(bits),
+    }
+}
+
+fn grid_theta_computed(i: i32) -> f64 {
     10f64.powf(f64::from(i) / GRID_PER_DECADE)
 }
+
+/// Grid points on either side of θ = 1 that [`grid_theta`] keeps: 10^{±32}.
+const GRID_TABLE_HALF: usize = 32 * GRID_PER_DECADE as usize;
+
+static GRID_TABLE: [AtomicU64; 2 * GRID_TABLE_HALF] =
+    [const { AtomicU64::new(0) }; 2 * GRID_TABLE_HALF];
 
 /// The grid points around θ: `i` with θ_i ≤ θ < θ_{i+1} (`None` for θ ≤ 0, non-finite, or
 /// beyond the grid).
@@ -946,6 +972,22 @@ mod tests {
             transition: vec![vec![1.0 - 1e-6, 1e-6], vec![3e-6, 1.0 - 3e-6]],
         })
         .unwrap()
+    }
+
+    #[test]
+    fn grid_points_are_the_powers_bit_for_bit() {
+        let half = GRID_TABLE_HALF as i32;
+        for _ in 0..2 {
+            for i in (-half - 3..half + 3).chain([i32::MIN, i32::MAX, -20_000, 20_000]) {
+                assert_eq!(
+                    grid_theta(i).to_bits(),
+                    grid_theta_computed(i).to_bits(),
+                    "point {i}"
+                );
+            }
+        }
+        assert_eq!(grid_theta(0), 1.0);
+        assert_eq!(grid_theta(128), 10.0);
     }
 
     #[test]
