@@ -442,7 +442,7 @@ impl MgfArrival {
         for (k, o) in out.iter_mut().enumerate() {
             if o.rho.is_nan() {
                 let j = i + k as i32;
-                let v = self.exact(grid_theta(j), ev);
+                let v = self.exact_at_grid(j, ev);
                 fresh.push((j, v));
                 match v {
                     Some(v) => *o = v,
@@ -463,11 +463,23 @@ impl MgfArrival {
         if let Some(v) = self.0.grid.lock().ok().and_then(|g| g.get(i)) {
             return v;
         }
-        let v = self.exact(grid_theta(i), ev);
+        let v = self.exact_at_grid(i, ev);
         if let Ok(mut g) = self.0.grid.lock() {
             g.set(i, v);
         }
         v
+    }
+
+    /// [`MgfArrival::exact`] at grid point `i`; an MMPP's from the values its bound keeps per
+    /// grid point, which every arrival of the same bound (flows replaying one trace) shares.
+    fn exact_at_grid(&self, i: i32, ev: &Eval) -> Option<RhoSigma> {
+        match &self.0.kind {
+            ArrivalKind::Mmpp(m) => Some(RhoSigma {
+                rho: m.rho_at_grid(i, grid_theta(i))?,
+                sigma: 0.0,
+            }),
+            _ => self.exact(grid_theta(i), ev),
+        }
     }
 
     /// Cubic interpolation in ln θ over the four nearest grid points; exact at a grid point

@@ -64,20 +64,38 @@ pub struct MmppBound {
     memo: Memo,
 }
 
-/// Slots of [`Memo`] (a power of two).
+/// Slots of [`Memo`]'s recent θs (a power of two).
 const MEMO_SLOTS: usize = 64;
 
-/// The ρ values of one MMPP at the θs last asked for, direct-mapped by θ's bits: an analysis
-/// asks for ρ at the same θ again and again (a queue's total and the flows it leaves out, the
-/// flows of one trace shared by several tenants, which [`MmppBound::content_key`] lets an
-/// analysis build once), and ρ is a pure function of the chain and θ, so a remembered value is
-/// the value, bit for bit. Bounded (64 slots), so that a bound kept for a long-running
-/// admission does not grow.
-struct Memo(Mutex<Box<[(u64, f64); MEMO_SLOTS]>>);
+/// Most grid points [`Memo`] keeps (a span of 32 decades of the shared θ grid).
+const MEMO_GRID_SPAN: usize = 4096;
+
+/// The ρ values of one MMPP already computed: at the θs last asked for, direct-mapped by θ's
+/// bits, and at the points of the analyses' shared θ grid. An analysis asks for ρ at the same
+/// θ again and again (a queue's total and the flows it leaves out, the flows of one trace
+/// shared by several tenants, which [`MmppBound::content_key`] lets an analysis build once,
+/// and every arrival's grid points around its minimum), and ρ is a pure function of the chain
+/// and θ, so a remembered value is the value, bit for bit. Bounded (64 recent θs, a span of
+/// 4096 grid points), so that a bound kept for a long-running admission does not grow
+/// without end.
+struct Memo(Mutex<MemoValues>);
+
+struct MemoValues {
+    /// (θ's bits, ρ or NaN when undefined); bits 0 (θ = 0, never asked for) is an empty slot
+    recent: Box<[(u64, f64); MEMO_SLOTS]>,
+    /// the grid point of `grid[0]`
+    grid_base: i32,
+    /// ρ at grid points `grid_base ..`: NaN not computed yet, +∞ undefined
+    grid: Vec<f64>,
+}
 
 impl Memo {
     fn new() -> Memo {
-        Memo(Mutex::new(Box::new([(0, f64::NAN); MEMO_SLOTS])))
+        Memo(Mutex::new(MemoValues {
+            recent: Box::new([(0, f64::NAN); MEMO_SLOTS]),
+            grid_base: 0,
+            grid: Vec::new(),
+        }))
     }
 
     fn slot(bits: u64) -> usize {
@@ -88,14 +106,58 @@ impl Memo {
     /// the domain, `None` not remembered.
     fn get(&self, bits: u64) -> Option<Option<f64>> {
         let m = self.0.lock().ok()?;
-        let (key, v) = m[Self::slot(bits)];
+        let (key, v) = m.recent[Self::slot(bits)];
         (key == bits).then_some((!v.is_nan()).then_some(v))
     }
 
     fn set(&self, bits: u64, rho: Option<f64>) {
         if let Ok(mut m) = self.0.lock() {
-            m[Self::slot(bits)] = (bits, rho.unwrap_or(f64::NAN));
+            m.recent[Self::slot(bits)] = (bits, rho.unwrap_or(f64::NAN));
         }
+    }
+
+    /// The remembered ρ at grid point `i`, as [`Memo::get`].
+    fn get_grid(&self, i: i32) -> Option<Option<f64>> {
+        let m = self.0.lock().ok()?;
+        let k = usize::try_from(i64::from(i) - i64::from(m.grid_base)).ok()?;
+        let v = *m.grid.get(k)?;
+        if v.is_nan() {
+            None
+        } else {
+            Some((v != f64::INFINITY).then_some(v))
+        }
+    }
+
+    /// Remembers ρ at grid point `i` unless the grid span would grow beyond
+    /// [`MEMO_GRID_SPAN`].
+    fn set_grid(&self, i: i32, rho: Option<f64>) {
+        let Ok(mut m) = self.0.lock() else {
+            return;
+        };
+        let v = rho.unwrap_or(f64::INFINITY);
+        if m.grid.is_empty() {
+            m.grid_base = i;
+            m.grid.push(v);
+            return;
+        }
+        let base = i64::from(m.grid_base);
+        let (lo, hi) = (
+            base.min(i64::from(i)),
+            (base + m.grid.len() as i64).max(i64::from(i) + 1),
+        );
+        if hi - lo > MEMO_GRID_SPAN as i64 {
+            return;
+        }
+        if i64::from(i) < base {
+            let grow = (base - i64::from(i)) as usize;
+            m.grid.splice(0..0, std::iter::repeat_n(f64::NAN, grow));
+            m.grid_base = i;
+        }
+        let k = (i64::from(i) - i64::from(m.grid_base)) as usize;
+        if k >= m.grid.len() {
+            m.grid.resize(k + 1, f64::NAN);
+        }
+        m.grid[k] = v;
     }
 }
 
@@ -227,6 +289,18 @@ impl MmppBound {
         }
         let rho = self.rho_computed(theta);
         self.memo.set(bits, rho);
+        rho
+    }
+
+    /// [`MmppBound::rho`] at point `i` of the analyses' shared θ grid, whose θ is `theta`
+    /// (`algebra::grid_theta(i)`): remembered per grid point, whichever arrival of this bound
+    /// asked first.
+    pub(crate) fn rho_at_grid(&self, i: i32, theta: f64) -> Option<f64> {
+        if let Some(rho) = self.memo.get_grid(i) {
+            return rho;
+        }
+        let rho = self.rho(theta);
+        self.memo.set_grid(i, rho);
         rho
     }
 
@@ -614,6 +688,29 @@ mod tests {
             (b.rho(0.0), b.rho(-1.0), b.rho(f64::NAN)),
             (None, None, None)
         );
+    }
+
+    #[test]
+    fn remembered_grid_points_are_the_computed_rho_bit_for_bit() {
+        use crate::snc::algebra::grid_theta;
+        let b = MmppBound::new(&three_states(0.001)).unwrap();
+        let top = crate::snc::algebra::grid_below(b.theta_sup()).unwrap();
+        // downwards, upwards, beyond the kept span, and again
+        let points: Vec<i32> = (0..300)
+            .map(|k| top + 2 - k)
+            .chain((0..100).map(|k| top - 500 + k))
+            .chain([top - MEMO_GRID_SPAN as i32 - 10, top + 5])
+            .collect();
+        for _ in 0..2 {
+            for &i in &points {
+                let want = b.rho_computed(grid_theta(i));
+                let got = b.rho_at_grid(i, grid_theta(i));
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "point {i}");
+            }
+        }
+        assert!(points
+            .iter()
+            .any(|&i| b.rho_at_grid(i, grid_theta(i)).is_none()));
     }
 
     #[test]
