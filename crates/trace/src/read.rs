@@ -22,7 +22,9 @@
 //! million, 480 MB in memory; the largest production trace has 110 thousand). Beyond either
 //! the reader stops with an error naming the line.
 //!
-//! The reader reuses one line buffer and parses bytes by hand; it never panics on any input.
+//! The reader parses each line where it lies in its input buffer (copying only a line split
+//! across two fills into one reused line buffer), native lines in their usual form in one pass,
+//! and bytes by hand throughout; it never panics on any input.
 //! Writing traces lives in [`crate::write`].
 
 use std::fmt;
