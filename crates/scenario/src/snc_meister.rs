@@ -598,10 +598,14 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
         let trace_path = relative_to(path, &c.trace);
         let models = fits.get_or_fit(trace_path.clone(), || {
             let trace = crate::own::read_trace_at(path, &at, &trace_path)?;
-            let part = options
-                .part
-                .of(&trace)
-                .map_err(|e| trace_error(path, &at, &trace_path, e.to_string()))?;
+            // the whole trace as it is read, without the copy `Part::of` makes
+            let part = match options.part {
+                Part::Whole => std::borrow::Cow::Borrowed(&trace),
+                part => std::borrow::Cow::Owned(
+                    part.of(&trace)
+                        .map_err(|e| trace_error(path, &at, &trace_path, e.to_string()))?,
+                ),
+            };
             STAGES
                 .iter()
                 .map(|&stage| {
