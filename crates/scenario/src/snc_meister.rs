@@ -71,7 +71,9 @@
 //! traffic is characterized from [`Options::part`] of the trace (first half by default, as in
 //! both papers; `SNC-ConfigGen` itself uses the whole file it is given): `mmpp` by
 //! `tailbound_curves::mmpp::fit_mmpp` and `arrival` by the exact
-//! `tailbound_curves::rb::arrival_curve` of the stage's work series. `clientVM`/`serverVM`
+//! `tailbound_curves::rb::arrival_curve` of the stage's work series. A trace file that several
+//! clients name (a topology reusing traces round-robin) is read and fitted once, for the first
+//! of them, and its flows' models copied to the others. `clientVM`/`serverVM`
 //! and the top-level `addrPrefix`, `outputConfig`, `debug` only address enforcers and are
 //! ignored.
 //!
@@ -86,6 +88,7 @@
 //! (`"C0+C2"`). Clients with no dependency get no group. A dependency on a client that does
 //! not exist is an error naming it (the original's `assert` aborted).
 
+use crate::characterize::FitCache;
 use crate::error::ScenarioError;
 use crate::{relative_to, Part, Scenario, TenantSource};
 use serde::Deserialize;
@@ -587,14 +590,49 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
         .collect();
     let mut sources = Vec::with_capacity(names.len());
     let profile = StorageProfile::intel710_ssd();
+    const STAGES: [Stage; 2] = [Stage::NetIn, Stage::NetOut];
+    // the options are the same for every client: a trace's fits depend on its path alone
+    let mut fits = FitCache::new();
     for (i, c) in file.clients.iter().enumerate() {
         let at = format!("client {}", names[i]);
         let trace_path = relative_to(path, &c.trace);
-        let trace = crate::own::read_trace_at(path, &at, &trace_path)?;
-        let part = options
-            .part
-            .of(&trace)
-            .map_err(|e| trace_error(path, &at, &trace_path, e.to_string()))?;
+        let models = fits.get_or_fit(trace_path.clone(), || {
+            let trace = crate::own::read_trace_at(path, &at, &trace_path)?;
+            // the whole trace as it is read, without the copy `Part::of` makes
+            let part = match options.part {
+                Part::Whole => std::borrow::Cow::Borrowed(&trace),
+                part => std::borrow::Cow::Owned(
+                    part.of(&trace)
+                        .map_err(|e| trace_error(path, &at, &trace_path, e.to_string()))?,
+                ),
+            };
+            STAGES
+                .iter()
+                .map(|&stage| {
+                    crate::characterize::characterize_for(
+                        options.models,
+                        &part.requests,
+                        stage_work(stage, &profile),
+                        options.sizes,
+                        1.0,
+                        0.0,
+                    )
+                    .map_err(|m| (stage, m))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|(stage, m)| {
+                    let flow_name = match stage {
+                        Stage::NetOut => format!("F{i}Out"),
+                        _ => format!("F{i}In"),
+                    };
+                    trace_error(
+                        path,
+                        &at,
+                        &trace_path,
+                        format!("{flow_name} ({stage}): {m}"),
+                    )
+                })
+        })?;
         let tenant = b.tenant(NewTenant {
             name: names[i].clone(),
             slo: slos[i],
@@ -605,27 +643,14 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
                 server: hosts[c.server_host.as_str()],
             }),
         });
-        for (flow_name, stage) in [
+        for ((flow_name, stage), flow_models) in [
             (format!("F{i}In"), Stage::NetIn),
             (format!("F{i}Out"), Stage::NetOut),
-        ] {
-            let models = crate::characterize::characterize_for(
-                options.models,
-                &part.requests,
-                stage_work(stage, &profile),
-                options.sizes,
-                1.0,
-                0.0,
-            )
-            .map_err(|m| {
-                trace_error(
-                    path,
-                    &at,
-                    &trace_path,
-                    format!("{flow_name} ({stage}): {m}"),
-                )
-            })?;
-            b.named_flow(tenant, flow_name, stage, models)
+        ]
+        .into_iter()
+        .zip(models)
+        {
+            b.named_flow(tenant, flow_name, stage, flow_models.clone())
                 .map_err(|e| network_error(path, e))?;
         }
         sources.push(TenantSource::Trace {

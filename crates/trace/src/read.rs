@@ -22,7 +22,9 @@
 //! million, 480 MB in memory; the largest production trace has 110 thousand). Beyond either
 //! the reader stops with an error naming the line.
 //!
-//! The reader reuses one line buffer and parses bytes by hand; it never panics on any input.
+//! The reader parses each line where it lies in its input buffer (copying only a line split
+//! across two fills into one reused line buffer), native lines in their usual form in one pass,
+//! and bytes by hand throughout; it never panics on any input.
 //! Writing traces lives in [`crate::write`].
 
 use std::fmt;
@@ -163,7 +165,14 @@ fn quote(bytes: &[u8]) -> String {
 pub fn read_trace(path: &Path) -> Result<Trace, TraceError> {
     let reader = open_trace(path)?;
     let name = reader.name().to_string();
-    let requests = reader.collect::<Result<Vec<_>, _>>()?;
+    // room for a request per 24 bytes of file (the production traces' lines are ~26 bytes),
+    // up to a million, so that the vector seldom grows (pages reserved but never written are
+    // not used)
+    let estimate = std::fs::metadata(path).map_or(0, |m| m.len() / 24);
+    let mut requests = Vec::with_capacity(estimate.min(1 << 20) as usize);
+    for r in reader {
+        requests.push(r?);
+    }
     tracing::debug!(path = %name, requests = requests.len(), "trace read");
     Ok(Trace { name, requests })
 }
@@ -204,10 +213,20 @@ pub fn parse_trace(name: &str, reader: impl BufRead) -> Result<Trace, TraceError
 ///
 /// It yields `Ok(request)` per request line and stops after the first error (which it
 /// yields). If the input ends without a single request it yields [`TraceErrorKind::Empty`].
+///
+/// A line that lies whole in the reader's buffer is parsed where it lies; only a line split
+/// across two fills of the buffer (or the last one, without a newline) is copied into a line
+/// buffer first. Both paths parse the same bytes the same way.
 pub struct TraceReader<R> {
     reader: R,
-    name: String,
+    /// the line being read when it does not lie whole in the reader's buffer
     buf: Vec<u8>,
+    state: LineState,
+}
+
+/// What a [`TraceReader`] knows between lines.
+struct LineState {
+    name: String,
     /// lines consumed so far (= the number of the current line)
     line: u64,
     format: Option<Format>,
@@ -216,43 +235,120 @@ pub struct TraceReader<R> {
     done: bool,
 }
 
+/// What one line of a trace gives.
+enum Step {
+    /// a blank line, a comment or the CSV header
+    Skip,
+    Yield(Result<Request, TraceError>),
+}
+
 impl<R: BufRead> TraceReader<R> {
     /// A reader over `reader`, named `name` in errors.
     pub fn new(name: impl Into<String>, reader: R) -> TraceReader<R> {
         TraceReader {
             reader,
-            name: name.into(),
             buf: Vec::with_capacity(128),
-            line: 0,
-            format: None,
-            previous_ns: None,
-            requests: 0,
-            done: false,
+            state: LineState {
+                name: name.into(),
+                line: 0,
+                format: None,
+                previous_ns: None,
+                requests: 0,
+                done: false,
+            },
         }
     }
 
     /// The name used in errors (the path for [`open_trace`]).
     pub fn name(&self) -> &str {
-        &self.name
+        &self.state.name
     }
 
     /// Lines consumed so far, i.e. the number of the line last read.
     pub fn line(&self) -> u64 {
-        self.line
+        self.state.line
     }
 
     /// The detected format, once the first non-blank, non-comment line has been read.
     pub fn format(&self) -> Option<Format> {
-        self.format
+        self.state.format
     }
+}
 
-    fn fail(&mut self, line: u64, kind: TraceErrorKind) -> Option<Result<Request, TraceError>> {
+impl LineState {
+    fn fail(&mut self, line: u64, kind: TraceErrorKind) -> Step {
         self.done = true;
-        Some(Err(TraceError {
+        Step::Yield(Err(TraceError {
             path: self.name.clone(),
             line,
             kind,
         }))
+    }
+
+    /// Takes the next line (as read, end of line included).
+    fn take(&mut self, raw: &[u8]) -> Step {
+        self.line = self.line.saturating_add(1);
+        let mut line = raw.trim_ascii();
+        if self.line == 1 {
+            // A UTF-8 byte-order mark, as spreadsheet tools write.
+            line = line
+                .strip_prefix(b"\xEF\xBB\xBF")
+                .unwrap_or(line)
+                .trim_ascii();
+        }
+        if line.is_empty() || line.first() == Some(&b'#') {
+            return Step::Skip;
+        }
+        let format = match self.format {
+            Some(f) => f,
+            None => match detect(line) {
+                Ok(Format::Csv) => {
+                    self.format = Some(Format::Csv);
+                    return Step::Skip;
+                }
+                Ok(Format::Native) => {
+                    self.format = Some(Format::Native);
+                    Format::Native
+                }
+                Err(kind) => return self.fail(self.line, kind),
+            },
+        };
+        let fast = match format {
+            Format::Native => native_line(line),
+            Format::Csv => None,
+        };
+        let request = match fast.map_or_else(|| parse_line(line, format), Ok) {
+            Ok(r) => r,
+            Err(kind) => return self.fail(self.line, kind),
+        };
+        if let Some(previous_ns) = self.previous_ns {
+            if request.arrival_ns < previous_ns {
+                // Quote both times in the file's own unit, the current one as written.
+                let value = fields(line, format).map_or_else(
+                    |_| request.arrival_ns.to_string(),
+                    |f| String::from_utf8_lossy(f[0]).into_owned(),
+                );
+                let (previous, unit) = match format {
+                    Format::Native => (previous_ns.to_string(), "ns"),
+                    Format::Csv => (seconds_text(previous_ns), "s"),
+                };
+                let kind = TraceErrorKind::Unsorted {
+                    value,
+                    previous,
+                    unit,
+                    arrival_ns: request.arrival_ns,
+                    previous_ns,
+                };
+                return self.fail(self.line, kind);
+            }
+        }
+        if self.requests >= MAX_REQUESTS {
+            let max = MAX_REQUESTS;
+            return self.fail(self.line, TraceErrorKind::TooManyRequests { max });
+        }
+        self.previous_ns = Some(request.arrival_ns);
+        self.requests = self.requests.saturating_add(1);
+        Step::Yield(Ok(request))
     }
 }
 
@@ -260,97 +356,69 @@ impl<R: BufRead> Iterator for TraceReader<R> {
     type Item = Result<Request, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
         loop {
+            if self.state.done {
+                return None;
+            }
+            // a whole line in the reader's buffer: parsed in place
+            let step = match self.reader.fill_buf() {
+                Ok(avail) => match avail.iter().position(|&b| b == b'\n') {
+                    Some(end) if end < MAX_LINE_BYTES => {
+                        let step = self.state.take(&avail[..=end]);
+                        self.reader.consume(end + 1);
+                        Some(step)
+                    }
+                    _ => None,
+                },
+                // as `read_until` below does
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let line = self.state.line.saturating_add(1);
+                    Some(self.state.fail(line, TraceErrorKind::Io(e)))
+                }
+            };
+            match step {
+                Some(Step::Skip) => continue,
+                Some(Step::Yield(r)) => return Some(r),
+                None => {}
+            }
+            // otherwise (a line across fills of the buffer, the last line, an error, a line
+            // too long): copied into `buf`
             self.buf.clear();
             // at most one byte more than a line may hold, so that no input grows the buffer
             let limit = MAX_LINE_BYTES as u64 + 1;
-            match (&mut self.reader)
+            let step = match (&mut self.reader)
                 .take(limit)
                 .read_until(b'\n', &mut self.buf)
             {
                 Ok(n) if n > MAX_LINE_BYTES => {
-                    let line = self.line.saturating_add(1);
-                    return self.fail(
+                    let line = self.state.line.saturating_add(1);
+                    self.state.fail(
                         line,
                         TraceErrorKind::LineTooLong {
                             max: MAX_LINE_BYTES,
                         },
-                    );
+                    )
                 }
                 Ok(0) => {
-                    if self.requests == 0 {
-                        return self.fail(self.line, TraceErrorKind::Empty);
+                    if self.state.requests == 0 {
+                        let line = self.state.line;
+                        self.state.fail(line, TraceErrorKind::Empty)
+                    } else {
+                        self.state.done = true;
+                        return None;
                     }
-                    self.done = true;
-                    return None;
                 }
-                Ok(_) => {}
+                Ok(_) => self.state.take(&self.buf),
                 Err(e) => {
-                    let line = self.line.saturating_add(1);
-                    return self.fail(line, TraceErrorKind::Io(e));
+                    let line = self.state.line.saturating_add(1);
+                    self.state.fail(line, TraceErrorKind::Io(e))
                 }
-            }
-            self.line = self.line.saturating_add(1);
-            let mut line = self.buf.trim_ascii();
-            if self.line == 1 {
-                // A UTF-8 byte-order mark, as spreadsheet tools write.
-                line = line
-                    .strip_prefix(b"\xEF\xBB\xBF")
-                    .unwrap_or(line)
-                    .trim_ascii();
-            }
-            if line.is_empty() || line.first() == Some(&b'#') {
-                continue;
-            }
-            let format = match self.format {
-                Some(f) => f,
-                None => match detect(line) {
-                    Ok(Format::Csv) => {
-                        self.format = Some(Format::Csv);
-                        continue;
-                    }
-                    Ok(Format::Native) => {
-                        self.format = Some(Format::Native);
-                        Format::Native
-                    }
-                    Err(kind) => return self.fail(self.line, kind),
-                },
             };
-            let request = match parse_line(line, format) {
-                Ok(r) => r,
-                Err(kind) => return self.fail(self.line, kind),
-            };
-            if let Some(previous_ns) = self.previous_ns {
-                if request.arrival_ns < previous_ns {
-                    // Quote both times in the file's own unit, the current one as written.
-                    let value = fields(line, format).map_or_else(
-                        |_| request.arrival_ns.to_string(),
-                        |f| String::from_utf8_lossy(f[0]).into_owned(),
-                    );
-                    let (previous, unit) = match format {
-                        Format::Native => (previous_ns.to_string(), "ns"),
-                        Format::Csv => (seconds_text(previous_ns), "s"),
-                    };
-                    let kind = TraceErrorKind::Unsorted {
-                        value,
-                        previous,
-                        unit,
-                        arrival_ns: request.arrival_ns,
-                        previous_ns,
-                    };
-                    return self.fail(self.line, kind);
-                }
+            match step {
+                Step::Skip => continue,
+                Step::Yield(r) => return Some(r),
             }
-            if self.requests >= MAX_REQUESTS {
-                let max = MAX_REQUESTS;
-                return self.fail(self.line, TraceErrorKind::TooManyRequests { max });
-            }
-            self.previous_ns = Some(request.arrival_ns);
-            self.requests = self.requests.saturating_add(1);
-            return Some(Ok(request));
         }
     }
 }
@@ -405,6 +473,51 @@ fn parse_line(line: &[u8], format: Format) -> Result<Request, TraceErrorKind> {
     };
     let op = Op::parse_bytes(op).ok_or_else(|| TraceErrorKind::UnknownOp { value: quote(op) })?;
     Ok(Request {
+        arrival_ns,
+        size_bytes,
+        op,
+    })
+}
+
+/// A native line in its usual form, `digits,0xhex,op` without spaces, at most 19 decimal and
+/// 16 hexadecimal digits, a size in 1 byte ..= 1 TiB and a known op, parsed in one pass: the
+/// request [`parse_line`] gives for it. `None` for every other line, which [`parse_line`]
+/// then parses (or names what is wrong with it).
+fn native_line(line: &[u8]) -> Option<Request> {
+    let mut i = 0;
+    let mut arrival_ns: u64 = 0;
+    while let Some(d) = line
+        .get(i)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|&d| d <= 9)
+    {
+        if i == 19 {
+            return None;
+        }
+        arrival_ns = arrival_ns * 10 + u64::from(d);
+        i += 1;
+    }
+    if i == 0 || line.get(i..i + 3)? != b",0x" {
+        return None;
+    }
+    i += 3;
+    let start = i;
+    let mut size_bytes: u64 = 0;
+    while let Some(d) = line.get(i).and_then(|&b| (b as char).to_digit(16)) {
+        if i - start == 16 {
+            return None;
+        }
+        size_bytes = (size_bytes << 4) | u64::from(d);
+        i += 1;
+    }
+    if i == start || line.get(i) != Some(&b',') || size_bytes == 0 {
+        return None;
+    }
+    if size_bytes > MAX_REQUEST_BYTES {
+        return None;
+    }
+    let op = Op::parse_bytes(line.get(i + 1..)?)?;
+    Some(Request {
         arrival_ns,
         size_bytes,
         op,
@@ -776,6 +889,142 @@ mod tests {
         let long = format!("1,0x10,{}", "x".repeat(1000));
         let msg = parse(&long).unwrap_err().to_string();
         assert!(msg.len() < 300, "{msg}");
+    }
+
+    /// Every request and the first error (as displayed) of `text` read through a buffer of
+    /// `capacity` bytes.
+    fn through_buffer(text: &str, capacity: usize) -> (Vec<Request>, Option<String>) {
+        let reader = std::io::BufReader::with_capacity(capacity, text.as_bytes());
+        let mut ok = Vec::new();
+        for r in TraceReader::new("t.csv", reader) {
+            match r {
+                Ok(req) => ok.push(req),
+                Err(e) => return (ok, Some(e.to_string())),
+            }
+        }
+        (ok, None)
+    }
+
+    #[test]
+    fn lines_split_across_buffer_fills_parse_as_whole_ones() {
+        // lines parsed in the reader's buffer and lines copied out of it (split between two
+        // fills, the last without a newline) give the same requests and the same errors
+        let texts = [
+            "# c\n10,0x1f,DiskRead\r\n\n20,0x00001000,Put\n20,0x1,get",
+            "\u{feff}time_s,size_bytes,op\n0.5,4096,Get\n1.0000000015,1,Put\n2,7,DiskWrite\n",
+            "1000,0x1000,Get\n2000,0x1000,Put\n3000,0x10zz,Get\n4000,0x1000,Get\n",
+            "1000,0x1000,Get\n\n500,0x1000,Put\n",
+            "1000,0x1000,Get,extra\n",
+            "# only a comment\n",
+        ];
+        for text in texts {
+            let want = through_buffer(text, 1 << 16);
+            for capacity in 1..=text.len() + 1 {
+                assert_eq!(
+                    through_buffer(text, capacity),
+                    want,
+                    "{text:?} at {capacity}"
+                );
+            }
+        }
+        let (ok, err) = through_buffer(texts[2], 5);
+        assert_eq!(ok.len(), 2);
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "t.csv line 3: malformed size \"0x10zz\"; expected hexadecimal bytes with a 0x \
+                 prefix, e.g. 0x00001000"
+            )
+        );
+    }
+
+    #[test]
+    fn a_line_too_long_is_an_error_whatever_the_buffer() {
+        let long = format!(
+            "1,0x1,Get\n2,0x1,{}\n3,0x1,Get\n",
+            "G".repeat(MAX_LINE_BYTES)
+        );
+        for capacity in [16, 1 << 16, 1 << 20] {
+            let (ok, err) = through_buffer(&long, capacity);
+            assert_eq!(ok.len(), 1);
+            let err = err.unwrap_or_default();
+            assert!(
+                err.starts_with("t.csv line 2: the line is longer than 65536 bytes"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_one_pass_native_parse_agrees_with_the_general_one() {
+        let lines: &[&str] = &[
+            "564037000,0x00001000,Put",
+            "0,0x1,get",
+            "9999999999999999999,0xFFFFFFFFFF,DiskRead",
+            "18446744073709551615,0x10,Get",
+            "99999999999999999999,0x10,Get",
+            "00000000000000000000001,0x10,Get",
+            "1,0x10000000000,DiskWrite",
+            "1,0x10000000001,DiskWrite",
+            "1,0x00000000000000001,Get",
+            "1,0x10000000000000000,Get",
+            "1,0x0,Get",
+            "1,0X10,Get",
+            "1,0x,Get",
+            "1,0x1g,Get",
+            "1,16,Get",
+            "-1,0x10,Get",
+            "1,-0x10,Get",
+            "1 ,0x10,Get",
+            "1, 0x10,Get",
+            "1,0x10 ,Get",
+            "1,0x10, Get",
+            "1,0x10,Get,",
+            "1,0x10,Delete",
+            "1,0x10",
+            ",0x10,Get",
+            "1x,0x10,Get",
+        ];
+        for line in lines {
+            let general = parse_line(line.as_bytes(), Format::Native);
+            if let Some(fast) = native_line(line.as_bytes()) {
+                assert_eq!(Some(&fast), general.as_ref().ok(), "{line}");
+            }
+        }
+        // the usual lines take the one pass
+        for line in &lines[..3] {
+            assert!(native_line(line.as_bytes()).is_some(), "{line}");
+        }
+        assert!(native_line(b"564037000,0x00001000,Put").is_some());
+        assert!(native_line(b"1,0x10, Get").is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_one_pass_native_parse_never_differs(
+            line in "[0-9 -]{0,22},(0[xX])?[0-9a-fA-Fg ]{0,18},( ?(Get|put|DiskRead|DISKWRITE|Delete) ?|,)"
+        ) {
+            if let Some(fast) = native_line(line.as_bytes()) {
+                proptest::prop_assert_eq!(Some(fast), parse_line(line.as_bytes(), Format::Native).ok());
+            }
+        }
+
+        #[test]
+        fn usual_native_lines_parse_in_one_pass_as_in_general(
+            line in "[0-9]{1,21},0x[0-9a-fA-F]{1,17},(Get|put|DiskRead|DISKWRITE|Delete|Get,)"
+        ) {
+            let general = parse_line(line.as_bytes(), Format::Native).ok();
+            match native_line(line.as_bytes()) {
+                Some(fast) => proptest::prop_assert_eq!(Some(fast), general),
+                // the one pass leaves out only more digits than it reads and bad values
+                None => proptest::prop_assert!(
+                    line.split(',').next().map_or(0, str::len) > 19
+                        || line.split(',').nth(1).map_or(0, str::len) > 18
+                        || general.is_none_or(|r| r.size_bytes == 0),
+                    "{}", line
+                ),
+            }
+        }
     }
 
     #[test]

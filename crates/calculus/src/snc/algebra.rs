@@ -52,6 +52,7 @@
 //! minimum it finds (see `search`).
 
 use super::mmpp::MmppBound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The set of independent sources a process derives from: flows, queues, dependency groups.
@@ -274,8 +275,33 @@ pub const GRID_PER_DECADE: f64 = 128.0;
 
 /// θ at point `i` of the shared grid: 10^{i/128} [1/work].
 pub fn grid_theta(i: i32) -> f64 {
+    // each point's power computed once per process (`powf` is most of a grid read otherwise):
+    // the table holds exactly what `powf` returns, 0 for a point not computed yet
+    let Some(slot) = usize::try_from(i64::from(i) + GRID_TABLE_HALF as i64)
+        .ok()
+        .and_then(|k| GRID_TABLE.get(k))
+    else {
+        return grid_theta_computed(i);
+    };
+    match slot.load(Ordering::Relaxed) {
+        0 => {
+            let theta = grid_theta_computed(i);
+            slot.store(theta.to_bits(), Ordering::Relaxed);
+            theta
+        }
+        bits => f64::from_bits(bits),
+    }
+}
+
+fn grid_theta_computed(i: i32) -> f64 {
     10f64.powf(f64::from(i) / GRID_PER_DECADE)
 }
+
+/// Grid points on either side of θ = 1 that [`grid_theta`] keeps: 10^{±32}.
+const GRID_TABLE_HALF: usize = 32 * GRID_PER_DECADE as usize;
+
+static GRID_TABLE: [AtomicU64; 2 * GRID_TABLE_HALF] =
+    [const { AtomicU64::new(0) }; 2 * GRID_TABLE_HALF];
 
 /// The grid points around θ: `i` with θ_i ≤ θ < θ_{i+1} (`None` for θ ≤ 0, non-finite, or
 /// beyond the grid).
@@ -416,7 +442,7 @@ impl MgfArrival {
         for (k, o) in out.iter_mut().enumerate() {
             if o.rho.is_nan() {
                 let j = i + k as i32;
-                let v = self.exact(grid_theta(j), ev);
+                let v = self.exact_at_grid(j, ev);
                 fresh.push((j, v));
                 match v {
                     Some(v) => *o = v,
@@ -437,11 +463,23 @@ impl MgfArrival {
         if let Some(v) = self.0.grid.lock().ok().and_then(|g| g.get(i)) {
             return v;
         }
-        let v = self.exact(grid_theta(i), ev);
+        let v = self.exact_at_grid(i, ev);
         if let Ok(mut g) = self.0.grid.lock() {
             g.set(i, v);
         }
         v
+    }
+
+    /// [`MgfArrival::exact`] at grid point `i`; an MMPP's from the values its bound keeps per
+    /// grid point, which every arrival of the same bound (flows replaying one trace) shares.
+    fn exact_at_grid(&self, i: i32, ev: &Eval) -> Option<RhoSigma> {
+        match &self.0.kind {
+            ArrivalKind::Mmpp(m) => Some(RhoSigma {
+                rho: m.rho_at_grid(i, grid_theta(i))?,
+                sigma: 0.0,
+            }),
+            _ => self.exact(grid_theta(i), ev),
+        }
     }
 
     /// Cubic interpolation in ln θ over the four nearest grid points; exact at a grid point
@@ -946,6 +984,22 @@ mod tests {
             transition: vec![vec![1.0 - 1e-6, 1e-6], vec![3e-6, 1.0 - 3e-6]],
         })
         .unwrap()
+    }
+
+    #[test]
+    fn grid_points_are_the_powers_bit_for_bit() {
+        let half = GRID_TABLE_HALF as i32;
+        for _ in 0..2 {
+            for i in (-half - 3..half + 3).chain([i32::MIN, i32::MAX, -20_000, 20_000]) {
+                assert_eq!(
+                    grid_theta(i).to_bits(),
+                    grid_theta_computed(i).to_bits(),
+                    "point {i}"
+                );
+            }
+        }
+        assert_eq!(grid_theta(0), 1.0);
+        assert_eq!(grid_theta(128), 10.0);
     }
 
     #[test]

@@ -32,6 +32,7 @@
 //! steps) ρ is left undefined rather than computed from noise: a noisy ρ there could fall
 //! below the mean rate and make an overloaded queue look stable.
 
+use std::sync::Mutex;
 use tailbound_model::{Mmpp, SizeModel};
 
 /// Work per request in one state, in the form the MGF needs.
@@ -59,6 +60,124 @@ pub struct MmppBound {
     /// the least shifted Perron root computed reliably: 1e-9 × the largest leaving
     /// probability per step
     resolution: f64,
+    /// ρ at the θs last asked for
+    memo: Memo,
+}
+
+/// Slots of [`Memo`]'s recent θs (a power of two).
+const MEMO_SLOTS: usize = 64;
+
+/// Most grid points [`Memo`] keeps (a span of 32 decades of the shared θ grid).
+const MEMO_GRID_SPAN: usize = 4096;
+
+/// The ρ values of one MMPP already computed: at the θs last asked for, direct-mapped by θ's
+/// bits, and at the points of the analyses' shared θ grid. An analysis asks for ρ at the same
+/// θ again and again (a queue's total and the flows it leaves out, the flows of one trace
+/// shared by several tenants, which [`MmppBound::content_key`] lets an analysis build once,
+/// and every arrival's grid points around its minimum), and ρ is a pure function of the chain
+/// and θ, so a remembered value is the value, bit for bit. Bounded (64 recent θs, a span of
+/// 4096 grid points), so that a bound kept for a long-running admission does not grow
+/// without end.
+struct Memo(Mutex<MemoValues>);
+
+struct MemoValues {
+    /// (θ's bits, ρ or NaN when undefined); bits 0 (θ = 0, never asked for) is an empty slot
+    recent: Box<[(u64, f64); MEMO_SLOTS]>,
+    /// the grid point of `grid[0]`
+    grid_base: i32,
+    /// ρ at grid points `grid_base ..`: NaN not computed yet, +∞ undefined
+    grid: Vec<f64>,
+}
+
+impl Memo {
+    fn new() -> Memo {
+        Memo(Mutex::new(MemoValues {
+            recent: Box::new([(0, f64::NAN); MEMO_SLOTS]),
+            grid_base: 0,
+            grid: Vec::new(),
+        }))
+    }
+
+    fn slot(bits: u64) -> usize {
+        (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO_SLOTS.trailing_zeros())) as usize
+    }
+
+    /// The remembered ρ at θ = `f64::from_bits(bits)`: `Some(Some(ρ))`, `Some(None)` outside
+    /// the domain, `None` not remembered.
+    fn get(&self, bits: u64) -> Option<Option<f64>> {
+        let m = self.0.lock().ok()?;
+        let (key, v) = m.recent[Self::slot(bits)];
+        (key == bits).then_some((!v.is_nan()).then_some(v))
+    }
+
+    fn set(&self, bits: u64, rho: Option<f64>) {
+        if let Ok(mut m) = self.0.lock() {
+            m.recent[Self::slot(bits)] = (bits, rho.unwrap_or(f64::NAN));
+        }
+    }
+
+    /// The remembered ρ at grid point `i`, as [`Memo::get`].
+    fn get_grid(&self, i: i32) -> Option<Option<f64>> {
+        let m = self.0.lock().ok()?;
+        let k = usize::try_from(i64::from(i) - i64::from(m.grid_base)).ok()?;
+        let v = *m.grid.get(k)?;
+        if v.is_nan() {
+            None
+        } else {
+            Some((v != f64::INFINITY).then_some(v))
+        }
+    }
+
+    /// Remembers ρ at grid point `i` unless the grid span would grow beyond
+    /// [`MEMO_GRID_SPAN`].
+    fn set_grid(&self, i: i32, rho: Option<f64>) {
+        let Ok(mut m) = self.0.lock() else {
+            return;
+        };
+        let v = rho.unwrap_or(f64::INFINITY);
+        if m.grid.is_empty() {
+            m.grid_base = i;
+            m.grid.push(v);
+            return;
+        }
+        let base = i64::from(m.grid_base);
+        let (lo, hi) = (
+            base.min(i64::from(i)),
+            (base + m.grid.len() as i64).max(i64::from(i) + 1),
+        );
+        if hi - lo > MEMO_GRID_SPAN as i64 {
+            return;
+        }
+        if i64::from(i) < base {
+            let grow = (base - i64::from(i)) as usize;
+            m.grid.splice(0..0, std::iter::repeat_n(f64::NAN, grow));
+            m.grid_base = i;
+        }
+        let k = (i64::from(i) - i64::from(m.grid_base)) as usize;
+        if k >= m.grid.len() {
+            m.grid.resize(k + 1, f64::NAN);
+        }
+        m.grid[k] = v;
+    }
+}
+
+impl Clone for Memo {
+    fn clone(&self) -> Memo {
+        Memo::new()
+    }
+}
+
+impl PartialEq for Memo {
+    /// Memos hold no part of a bound's meaning.
+    fn eq(&self, _: &Memo) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 impl MmppBound {
@@ -88,7 +207,29 @@ impl MmppBound {
             states,
             transition,
             resolution: 1e-9 * leave,
+            memo: Memo::new(),
         })
+    }
+
+    /// Every number that defines the bound, as bits: equal keys, equal ρ at every θ (an
+    /// analysis builds the bound of flows with equal MMPPs once, e.g. tenants replaying one
+    /// trace).
+    pub fn content_key(&self) -> Vec<u64> {
+        let mut key = Vec::with_capacity(2 + 3 * self.states.len() + self.transition.len());
+        key.push(self.states.len() as u64);
+        for st in &self.states {
+            key.push(st.prob.to_bits());
+            match &st.sizes {
+                Sizes::Exponential { lambda } => key.extend([0, lambda.to_bits()]),
+                Sizes::Empirical { atoms, max } => {
+                    key.extend([1 + atoms.len() as u64, max.to_bits()]);
+                    key.extend(atoms.iter().flat_map(|(w, p)| [w.to_bits(), p.to_bits()]));
+                }
+            }
+        }
+        key.extend(self.transition.iter().map(|p| p.to_bits()));
+        key.push(self.resolution.to_bits());
+        key
     }
 
     /// Number of states.
@@ -142,8 +283,31 @@ impl MmppBound {
         if !(theta > 0.0 && theta.is_finite()) {
             return None;
         }
+        let bits = theta.to_bits();
+        if let Some(rho) = self.memo.get(bits) {
+            return rho;
+        }
+        let rho = self.rho_computed(theta);
+        self.memo.set(bits, rho);
+        rho
+    }
+
+    /// [`MmppBound::rho`] at point `i` of the analyses' shared θ grid, whose θ is `theta`
+    /// (`algebra::grid_theta(i)`): remembered per grid point, whichever arrival of this bound
+    /// asked first.
+    pub(crate) fn rho_at_grid(&self, i: i32, theta: f64) -> Option<f64> {
+        if let Some(rho) = self.memo.get_grid(i) {
+            return rho;
+        }
+        let rho = self.rho(theta);
+        self.memo.set_grid(i, rho);
+        rho
+    }
+
+    /// [`MmppBound::rho`] computed, for θ > 0 finite.
+    fn rho_computed(&self, theta: f64) -> Option<f64> {
         let n = self.states.len();
-        let mut buf = [0.0f64; 16];
+        let mut buf = [0.0f64; MAX_NODA * MAX_NODA];
         let mut heap;
         let g: &mut [f64] = if n * n <= buf.len() {
             &mut buf[..n * n]
@@ -487,6 +651,81 @@ mod tests {
         let d = p[1][1] * m1;
         let disc = (a - d) * (a - d) + 4.0 * p[0][1] * p[1][0] * m0 * m1;
         (a + d + disc.sqrt()) / 2.0
+    }
+
+    fn three_states(p0: f64) -> Mmpp {
+        mmpp(
+            vec![state(p0, 4096.0), state(0.003, 8192.0), state(0.0, 1.0)],
+            vec![
+                vec![1.0 - 3e-6, 2e-6, 1e-6],
+                vec![4e-6, 1.0 - 5e-6, 1e-6],
+                vec![1e-6, 1e-6, 1.0 - 2e-6],
+            ],
+        )
+    }
+
+    #[test]
+    fn remembered_rho_is_the_computed_rho_bit_for_bit() {
+        let b = MmppBound::new(&three_states(0.001)).unwrap();
+        let sup = b.theta_sup();
+        // more θs than the memo holds, each asked for three times, some outside the domain
+        let thetas: Vec<f64> = (0..3 * MEMO_SLOTS)
+            .map(|k| sup * 10f64.powf(-6.0 + 6.5 * k as f64 / (3 * MEMO_SLOTS) as f64))
+            .collect();
+        for _ in 0..3 {
+            for &t in &thetas {
+                let want = b.rho_computed(t);
+                assert_eq!(b.rho(t).map(f64::to_bits), want.map(f64::to_bits), "θ {t}");
+            }
+        }
+        assert!(thetas.iter().any(|&t| b.rho(t).is_none()));
+        assert!(thetas.iter().any(|&t| b.rho(t).is_some()));
+        // a clone starts with an empty memo and gives the same values
+        let c = b.clone();
+        assert_eq!(c, b);
+        assert_eq!(c.rho(thetas[5]), b.rho(thetas[5]));
+        assert_eq!(
+            (b.rho(0.0), b.rho(-1.0), b.rho(f64::NAN)),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn remembered_grid_points_are_the_computed_rho_bit_for_bit() {
+        use crate::snc::algebra::grid_theta;
+        let b = MmppBound::new(&three_states(0.001)).unwrap();
+        let top = crate::snc::algebra::grid_below(b.theta_sup()).unwrap();
+        // downwards, upwards, beyond the kept span, and again
+        let points: Vec<i32> = (0..300)
+            .map(|k| top + 2 - k)
+            .chain((0..100).map(|k| top - 500 + k))
+            .chain([top - MEMO_GRID_SPAN as i32 - 10, top + 5])
+            .collect();
+        for _ in 0..2 {
+            for &i in &points {
+                let want = b.rho_computed(grid_theta(i));
+                let got = b.rho_at_grid(i, grid_theta(i));
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "point {i}");
+            }
+        }
+        assert!(points
+            .iter()
+            .any(|&i| b.rho_at_grid(i, grid_theta(i)).is_none()));
+    }
+
+    #[test]
+    fn content_keys_tell_bounds_apart() {
+        let key = |m: &Mmpp| MmppBound::new(m).unwrap().content_key();
+        assert_eq!(key(&three_states(0.001)), key(&three_states(0.001)));
+        assert_ne!(key(&three_states(0.001)), key(&three_states(0.0011)));
+        let mut other_sizes = three_states(0.001);
+        other_sizes.states[1].sizes = SizeModel::Empirical {
+            atoms: vec![[8192.0, 1.0]],
+        };
+        assert_ne!(key(&three_states(0.001)), key(&other_sizes));
+        let mut other_chain = three_states(0.001);
+        other_chain.transition[0] = vec![1.0 - 3e-6, 1e-6, 2e-6];
+        assert_ne!(key(&three_states(0.001)), key(&other_chain));
     }
 
     #[test]

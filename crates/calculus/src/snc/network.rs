@@ -35,7 +35,8 @@
 //! that is the looseness SNC-Meister removes.
 //!
 //! Every intermediate process is memoised for the whole analysis, every arrival's values at the
-//! shared θ grid too (`algebra`), and the flows crossing each queue are indexed once, so that
+//! shared θ grid too (`algebra`), flows with equal MMPPs (tenants replaying one trace) share one
+//! `MmppBound` and its memo of ρ at recent θs, and the flows crossing each queue are indexed once, so that
 //! finding a path's cross traffic looks at the flows of its queues, not at every flow. The recursion follows
 //! traffic upstream; on a network whose flows feed back into themselves it would not end, so
 //! re-entering a computation in progress is reported as an error.
@@ -122,6 +123,8 @@ pub struct Analysis<'a> {
     services: HashMap<Key, MgfService>,
     arrivals: HashMap<Key, MgfArrival>,
     active: HashSet<Key>,
+    /// the MMPP bounds built, by content: flows with equal MMPPs share one (and its memo of ρ)
+    bounds: HashMap<Vec<u64>, Arc<MmppBound>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -174,6 +177,7 @@ impl<'a> Analysis<'a> {
             services: HashMap::new(),
             arrivals: HashMap::new(),
             active: HashSet::new(),
+            bounds: HashMap::new(),
         }
     }
 
@@ -223,10 +227,14 @@ impl<'a> Analysis<'a> {
         }
         let bound = match self.present.and_then(|p| p.mmpp(f)) {
             Some(b) => b,
-            None => Arc::new(
-                MmppBound::new(m)
-                    .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?,
-            ),
+            None => {
+                let b = MmppBound::new(m)
+                    .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?;
+                self.bounds
+                    .entry(b.content_key())
+                    .or_insert_with(|| Arc::new(b))
+                    .clone()
+            }
         };
         let group = self.group_of(flow.tenant).map(str::to_string);
         let mut deps = Deps::single(self.id(Source::Flow(f)));

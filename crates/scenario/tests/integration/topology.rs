@@ -122,3 +122,68 @@ fn sample_topology_fails_naming_its_missing_trace() {
         ],
     );
 }
+
+#[test]
+fn clients_sharing_a_trace_get_the_fits_of_their_own_copies() {
+    // a topology reuses traces round-robin; each trace is read and fitted once (FitCache),
+    // which must give what fitting each client's copy on its own gives
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("copy.csv");
+    std::fs::copy(tailbound_testdata::production("trace0004.csv"), &copy).unwrap();
+    let mut own_copy = client(0.02, "trace0004.csv", "b", "a");
+    own_copy["trace"] = json!(copy.display().to_string());
+    let (_dir, p) = topology(json!([
+        client(0.02, "trace0004.csv", "a", "b"),
+        client(0.05, "trace0001.csv", "a", "b"),
+        own_copy,
+        client(0.01, "trace0004.csv", "b", "a"),
+    ]));
+    for part in [Part::Whole, Part::FirstHalf] {
+        let options = Options {
+            part,
+            ..Options::default()
+        };
+        let net = read_topology(&p, &options).unwrap().network;
+        let models = |t: usize| -> Vec<_> {
+            net.tenants[t]
+                .flows
+                .iter()
+                .map(|&f| (net.flows[f].mmpp.clone(), net.flows[f].arrival.clone()))
+                .collect()
+        };
+        assert!(models(0).iter().all(|(m, a)| m.is_some() && a.is_some()));
+        assert_eq!(models(0), models(2), "{part:?}");
+        assert_eq!(models(0), models(3), "{part:?}");
+        assert_ne!(models(0), models(1), "{part:?}");
+        let names: Vec<_> = net.flows.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["F0In", "F0Out", "F1In", "F1Out", "F2In", "F2Out", "F3In", "F3Out"]
+        );
+    }
+}
+
+#[test]
+fn a_malformed_line_of_a_shared_trace_names_the_first_client_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = crate::write(
+        dir.path(),
+        "bad.csv",
+        "1000,0x1000,Get\n2000,0x1000,Put\n3000,0x10zz,Get\n4000,0x1000,Get\n",
+    );
+    let mut c = client(0.02, "trace0004.csv", "a", "b");
+    c["trace"] = json!(bad.display().to_string());
+    let (_dir, p) = topology(json!([
+        client(0.05, "trace0001.csv", "a", "b"),
+        c.clone(),
+        c
+    ]));
+    let msg = read_topology(&p, &Options::default())
+        .unwrap_err()
+        .to_string();
+    crate::assert_mentions(
+        &msg,
+        &["topology.json", "client C1", "bad.csv", "line 3", "0x10zz"],
+    );
+    assert!(!msg.contains("client C2"), "{msg}");
+}
