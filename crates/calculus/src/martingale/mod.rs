@@ -346,6 +346,16 @@ impl Plan {
             }
         }
     }
+
+    /// Every flow whose envelope the bound of `f` uses: the flows at its queues and the others
+    /// at the upstream queues of relayed cross traffic.
+    fn involved(&self, f: usize) -> Vec<usize> {
+        let mut v = self.queues(f).concat();
+        if let Plan::Two { x2_up, .. } = self {
+            v.extend(x2_up.iter().flat_map(|u| u.others.iter().copied()));
+        }
+        v
+    }
 }
 
 /// An upstream queue p of relayed cross traffic.
@@ -659,7 +669,7 @@ impl<'a> Analysis<'a> {
         let solve = |k: i32| self.solve(f, k, &plan, ln_eps);
         let stable = |k: i32| self.stable(f, &plan, k);
         // the largest grid θ where the queues are stable (a necessary condition, monotone)
-        let involved = self.involved(f, &plan);
+        let involved = plan.involved(f);
         let theta_sup = involved
             .iter()
             .map(|&g| self.env[g].env.theta_sup())
@@ -717,36 +727,6 @@ impl<'a> Analysis<'a> {
             }
             None => (Bound::Unbounded(self.overload_reason(f)), None),
         })
-    }
-
-    /// Every flow whose envelope the bound of f uses.
-    fn involved(&self, f: usize, plan: &Plan) -> Vec<usize> {
-        let mut v = vec![f];
-        match plan {
-            Plan::One { high, same, .. } => v.extend(high.iter().chain(same)),
-            Plan::Two {
-                b_high,
-                b_same,
-                x1_high,
-                x1_same,
-                x2_src,
-                x2_up,
-                ..
-            } => {
-                v.extend(
-                    b_high
-                        .iter()
-                        .chain(b_same)
-                        .chain(x1_high)
-                        .chain(x1_same)
-                        .chain(x2_src),
-                );
-                for u in x2_up {
-                    v.extend(u.relayed.iter().chain(&u.others));
-                }
-            }
-        }
-        v
     }
 
     /// Why flow `f` has no bound: the most loaded queue of its path.
