@@ -590,7 +590,12 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
         .collect();
     let mut sources = Vec::with_capacity(names.len());
     let profile = StorageProfile::intel710_ssd();
+    // client i's flows, in this order: F{i}In (the requests), F{i}Out (the responses)
     const STAGES: [Stage; 2] = [Stage::NetIn, Stage::NetOut];
+    let flow_name = |i: usize, stage: Stage| match stage {
+        Stage::NetOut => format!("F{i}Out"),
+        _ => format!("F{i}In"),
+    };
     // the options are the same for every client: a trace's fits depend on its path alone
     let mut fits = FitCache::new();
     for (i, c) in file.clients.iter().enumerate() {
@@ -621,16 +626,8 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|(stage, m)| {
-                    let flow_name = match stage {
-                        Stage::NetOut => format!("F{i}Out"),
-                        _ => format!("F{i}In"),
-                    };
-                    trace_error(
-                        path,
-                        &at,
-                        &trace_path,
-                        format!("{flow_name} ({stage}): {m}"),
-                    )
+                    let name = flow_name(i, stage);
+                    trace_error(path, &at, &trace_path, format!("{name} ({stage}): {m}"))
                 })
         })?;
         let tenant = b.tenant(NewTenant {
@@ -643,14 +640,8 @@ pub fn read_topology(path: &Path, options: &Options) -> Result<Scenario, Scenari
                 server: hosts[c.server_host.as_str()],
             }),
         });
-        for ((flow_name, stage), flow_models) in [
-            (format!("F{i}In"), Stage::NetIn),
-            (format!("F{i}Out"), Stage::NetOut),
-        ]
-        .into_iter()
-        .zip(models)
-        {
-            b.named_flow(tenant, flow_name, stage, flow_models.clone())
+        for (&stage, flow_models) in STAGES.iter().zip(models) {
+            b.named_flow(tenant, flow_name(i, stage), stage, flow_models.clone())
                 .map_err(|e| network_error(path, e))?;
         }
         sources.push(TenantSource::Trace {

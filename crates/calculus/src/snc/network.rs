@@ -36,10 +36,11 @@
 //!
 //! Every intermediate process is memoised for the whole analysis, every arrival's values at the
 //! shared θ grid too (`algebra`), flows with equal MMPPs (tenants replaying one trace) share one
-//! `MmppBound` and its memo of ρ at recent θs, and the flows crossing each queue are indexed once, so that
-//! finding a path's cross traffic looks at the flows of its queues, not at every flow. The recursion follows
-//! traffic upstream; on a network whose flows feed back into themselves it would not end, so
-//! re-entering a computation in progress is reported as an error.
+//! `MmppBound` and its memo of ρ at recent θs, and the flows crossing each queue are indexed
+//! once, so that finding a path's cross traffic looks at the flows of its queues, not at every
+//! flow. The recursion follows traffic upstream; on a network whose flows feed back into
+//! themselves it would not end, so re-entering a computation in progress is reported as an
+//! error.
 
 use super::algebra::{
     Algebra, ConvolutionRule, Deps, Eval, LatencyProblem, MgfArrival, MgfService,
