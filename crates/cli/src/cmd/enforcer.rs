@@ -172,20 +172,22 @@ fn runtime_with(threads: Option<usize>) -> anyhow::Result<tokio::runtime::Runtim
         .context("cannot start the async runtime")
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn stop_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
+/// A future that resolves on SIGINT or SIGTERM. The handlers are installed by this call, not
+/// when the future is first polled: call it before announcing that the server is up, so that a
+/// signal sent right after the announcement (a script or test that waited for it) stops the
+/// server cleanly instead of killing it by the default action. Needs a tokio runtime.
+pub fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt =
+        signal(SignalKind::interrupt()).context("cannot install a handler for SIGINT")?;
+    let mut terminate =
+        signal(SignalKind::terminate()).context("cannot install a handler for SIGTERM")?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
-    }
+    })
 }
 
 /// `TENANT/FLOW:SECRET` lines.
@@ -219,6 +221,7 @@ pub fn run(a: EnforcerArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn run_async(a: EnforcerArgs) -> anyhow::Result<Outcome> {
+    let stop = stop_signal()?;
     let timeout = Duration::from_secs(5);
     // the datacenter: from the controller, or a file
     let (dc, client, info) = match (&a.controller, &a.vdc) {
@@ -357,7 +360,7 @@ async fn run_async(a: EnforcerArgs) -> anyhow::Result<Outcome> {
                 "enforcer: registered as {:?} (allocation epoch {}); Ctrl-C stops",
                 a.id, first.epoch
             );
-            link.run(&proxy, &first, stop_signal()).await;
+            link.run(&proxy, &first, stop).await;
         }
         _ => {
             if a.unlimited {
@@ -369,7 +372,7 @@ async fn run_async(a: EnforcerArgs) -> anyhow::Result<Outcome> {
                 static_allocation(&dc, &mine, &proxy)?;
                 eprintln!("enforcer: static allocation of backlogged flows (tailbound vdc alloc); Ctrl-C stops");
             }
-            stop_signal().await;
+            stop.await;
         }
     }
     proxy.shutdown().await;

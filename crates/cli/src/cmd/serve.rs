@@ -94,6 +94,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<Outcome> {
     }
     let rt = super::enforcer::runtime()?;
     rt.block_on(async {
+        let stop = super::enforcer::stop_signal()?;
         let listener = tokio::net::TcpListener::bind(a.listen)
             .await
             .with_context(|| format!("cannot listen on {} (--listen)", a.listen))?;
@@ -103,7 +104,7 @@ pub fn run(a: ServeArgs) -> anyhow::Result<Outcome> {
             a.db.display(),
             a.policy
         ));
-        tailbound_service::serve(listener, service, super::enforcer::stop_signal())
+        tailbound_service::serve(listener, service, stop)
             .await
             .context("service")?;
         output::note(format_args!("service: stopped"));

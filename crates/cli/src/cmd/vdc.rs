@@ -409,6 +409,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
     let service = Service::new(state, clock);
     let rt = super::enforcer::runtime()?;
     rt.block_on(async {
+        let stop = super::enforcer::stop_signal()?;
         let listener = tokio::net::TcpListener::bind(a.listen)
             .await
             .with_context(|| format!("cannot listen on {} (--listen)", a.listen))?;
@@ -418,7 +419,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
             listener.local_addr()?,
             a.interval.0
         );
-        tailbound_control::server::serve(listener, service, super::enforcer::stop_signal())
+        tailbound_control::server::serve(listener, service, stop)
             .await
             .context("controller server")?;
         eprintln!("controller: stopped");
