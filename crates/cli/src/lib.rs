@@ -36,6 +36,10 @@ pub struct Cli {
     /// only errors on stderr
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// log lines on stderr: text (for people, fields as key=value) or json (one object per
+    /// line with level, message and fields, for log collectors)
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -130,8 +134,17 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     }
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `LEVEL message key=value ...`
+    Text,
+    /// `{"timestamp":..,"level":..,"fields":{"message":..,..}}`, one per line
+    Json,
+}
+
 /// Installs the `tracing` subscriber: logs go to stderr, `RUST_LOG` overrides `-v`/`-q`.
-pub fn init_logging(verbose: u8, quiet: bool) {
+pub fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -141,9 +154,12 @@ pub fn init_logging(verbose: u8, quiet: bool) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
 }

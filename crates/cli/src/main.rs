@@ -20,6 +20,6 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    tailbound_cli::init_logging(cli.verbose, cli.quiet);
+    tailbound_cli::init_logging(cli.verbose, cli.quiet, cli.log_format);
     output::exit_code(run(cli))
 }

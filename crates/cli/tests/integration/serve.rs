@@ -367,3 +367,42 @@ fn host_add_ls_token_talk_to_the_service() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("\"../tenants\""), "{}", stderr(&out));
 }
+
+/// `--log-format json`: log collectors read one JSON object per line, with the event's fields
+/// as fields (here the service's start-up event, which says what state it restored).
+#[test]
+fn serve_logs_one_json_object_per_line_with_the_events_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, format!("{ADMIN}\n")).unwrap();
+    let mut s = Running::spawn(&[
+        "serve",
+        "--db",
+        db.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-token-file",
+        token.to_str().unwrap(),
+        "-v",
+        "--log-format",
+        "json",
+    ]);
+    let lines = s.lines_until("listening on");
+    let (banner, logs) = lines.split_last().unwrap();
+    assert!(banner.contains("listening on"), "{banner}");
+    let logs: Vec<Value> = logs
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let restored = logs
+        .iter()
+        .find(|v| v["fields"]["message"] == "state restored")
+        .unwrap_or_else(|| panic!("no start-up event in {logs:?}"));
+    assert_eq!(restored["level"], "INFO", "{restored}");
+    assert_eq!(restored["fields"]["tenants"], 0, "{restored}");
+    assert_eq!(restored["fields"]["hosts"], 0, "{restored}");
+    // SIGTERM right after the banner stops it cleanly: the handlers are installed before the
+    // banner (they were installed on the first poll after it, and this signal killed it)
+    assert_eq!(s.stop(), Some(0));
+}
