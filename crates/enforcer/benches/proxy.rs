@@ -13,9 +13,8 @@
 //! `cargo bench -p tailbound-enforcer --bench proxy` (or `bench/enforcer`). Settings from the
 //! environment: ENFORCER_BENCH_SIZES (64,1024,16384,65536), ENFORCER_BENCH_ROUNDS (3),
 //! ENFORCER_BENCH_SECONDS (2), ENFORCER_BENCH_CONNECTIONS (4), ENFORCER_BENCH_THREADS (proxy
-//! worker threads, 1; 0 for tokio's current-thread runtime), ENFORCER_BENCH_FLOOR (`threads`:
-//! a blocking thread per direction, the default; `tokio`: `copy_bidirectional` on the proxy's
-//! runtime), ENFORCER_BENCH_JSON (a file for the results).
+//! worker threads, 1; 0 for tokio's current-thread runtime), ENFORCER_BENCH_JSON (a file for the
+//! results).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -65,9 +64,10 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// The floor as threads: one accepting thread, and per connection one thread per direction
-/// copying with blocking reads and writes.
-struct ThreadFloor {
+/// The floor: one accepting thread, and per connection one thread per direction copying with
+/// blocking reads and writes (leaner here than `tokio::io::copy_bidirectional` on the proxy's
+/// runtime, which lost as much as the proxy).
+struct Floor {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     accept: Option<std::thread::JoinHandle<()>>,
@@ -90,8 +90,8 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
     let _ = from.shutdown(Shutdown::Read);
 }
 
-impl ThreadFloor {
-    fn start(backend: SocketAddr) -> std::io::Result<ThreadFloor> {
+impl Floor {
+    fn start(backend: SocketAddr) -> std::io::Result<Floor> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -114,7 +114,7 @@ impl ThreadFloor {
                 std::thread::spawn(move || pump(s2, c2));
             }
         });
-        Ok(ThreadFloor {
+        Ok(Floor {
             addr,
             stop,
             accept: Some(accept),
@@ -129,33 +129,6 @@ impl ThreadFloor {
             let _ = a.join();
         }
     }
-}
-
-/// The floor as tokio tasks: `copy_bidirectional` per connection, on the proxy's runtime.
-async fn tokio_floor(
-    backend: SocketAddr,
-) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let Ok(mut server) = tokio::net::TcpStream::connect(backend).await else {
-                    return;
-                };
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                let _ = tokio::io::copy_bidirectional_with_sizes(
-                    &mut client,
-                    &mut server,
-                    64 * 1024,
-                    64 * 1024,
-                )
-                .await;
-            });
-        }
-    });
-    Ok((addr, task))
 }
 
 /// CPU time a process has used so far [s]: utime + stime of `/proc/<pid>/stat`, in ticks of
@@ -265,7 +238,6 @@ fn main() {
     };
     let connections: usize = env("ENFORCER_BENCH_CONNECTIONS", 4);
     let threads: usize = env("ENFORCER_BENCH_THREADS", 1);
-    let floor_kind: String = env("ENFORCER_BENCH_FLOOR", "threads".to_string());
     let mc = match Memcached::start(&MemcachedOptions {
         memory_mib: 256,
         ..MemcachedOptions::default()
@@ -282,7 +254,6 @@ fn main() {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let backend = mc.addr();
     let mc_pid = mc.pid().to_string();
-    let tokio_floor_wanted = floor_kind == "tokio";
     let runtime = std::thread::spawn(move || {
         let rt = if threads == 0 {
             tokio::runtime::Builder::new_current_thread()
@@ -317,37 +288,24 @@ fn main() {
                 .await
                 .expect("the proxy starts");
             proxy.set_unlimited(0).expect("flow 0");
-            let floor = if tokio_floor_wanted {
-                Some(tokio_floor(backend).await.expect("the tokio floor starts"))
-            } else {
-                None
-            };
-            let _ = addrs_tx.send((proxy.local_addrs()[0], floor.as_ref().map(|f| f.0)));
+            let _ = addrs_tx.send(proxy.local_addrs()[0]);
             let _ = stop_rx.await;
-            if let Some((_, task)) = floor {
-                task.abort();
-            }
             proxy.shutdown().await;
         });
     });
-    let (via, tokio_floor_addr) = addrs_rx.recv().expect("the proxy's runtime starts");
-    let thread_floor = match tokio_floor_addr {
-        Some(_) => None,
-        None => Some(ThreadFloor::start(backend).expect("the thread floor starts")),
-    };
-    let floor_addr = tokio_floor_addr
-        .or(thread_floor.as_ref().map(|f| f.addr))
-        .expect("a floor");
+    let via = addrs_rx.recv().expect("the proxy's runtime starts");
+    let relay = Floor::start(backend).expect("the floor starts");
     let runtime_name = if threads == 0 {
         "current-thread runtime".to_string()
     } else {
         format!("{threads} worker thread(s)")
     };
     eprintln!(
-        "memcached {backend} (pid {}), floor {floor_addr} ({floor_kind}), proxy {via} \
+        "memcached {backend} (pid {}), floor {} (a thread per direction), proxy {via} \
          ({runtime_name}), {connections} connections, {rounds} rounds of {seconds} s per side, \
          50% GETs",
-        mc.pid()
+        mc.pid(),
+        relay.addr
     );
     let mut rows: Vec<Row> = Vec::new();
     for &size in &sizes {
@@ -370,7 +328,7 @@ fn main() {
                 // each round starts with another side
                 for k in 0..SIDES.len() {
                     let side = (round + k) % SIDES.len();
-                    let addr = [backend, floor_addr, via][side];
+                    let addr = [backend, relay.addr, via][side];
                     let spec = LoadSpec {
                         connections,
                         mode: m,
@@ -504,9 +462,7 @@ fn main() {
             Err(e) => eprintln!("cannot encode the results: {e}"),
         }
     }
-    if let Some(f) = thread_floor {
-        f.stop();
-    }
+    relay.stop();
     let _ = stop_tx.send(());
     let _ = runtime.join();
     mc.stop();
