@@ -678,10 +678,12 @@ impl<'a> Analysis<'a> {
             .into_iter()
             .filter(|&g| self.net.flows[g].path.first() == Some(&q) && self.level(g) <= lvl)
             .collect();
+        let mut ids: Vec<usize> = members.iter().map(|&(g, _)| g).collect();
+        ids.sort_unstable();
         let rest: Vec<usize> = starting
             .iter()
             .copied()
-            .filter(|g| !members.iter().any(|&(m, _)| m == *g))
+            .filter(|g| ids.binary_search(g).is_err())
             .collect();
         if members.len() < 2 || 2 * rest.len() > members.len() {
             return Ok(None);

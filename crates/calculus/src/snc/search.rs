@@ -22,8 +22,9 @@
 //!   θ_i ≤ θ* < θ_{i+1}, where every arrival's exact value is cached) and, where the parabola
 //!   through the best one and its neighbours says the minimum between them is lower by more
 //!   than 4e-4 (sharp curvature near an MGF's pole, or a neighbour undefined) or where they
-//!   are all above the interpolated minimum by more than 4e-4 (a kink), at θ* as well;
-//!   the lowest is the bound: always an exact d(θ) at the chosen θ and Hölder exponents, a
+//!   are all above the interpolated minimum by more than 4e-4 (a kink), at θ* as well (where
+//!   a sum of MMPPs at most half its pole is its chord, a bound above its exact value: `algebra`);
+//!   the lowest is the bound: always d(θ) from bounds at the chosen θ and Hölder exponents, a
 //!   valid bound whatever the interpolation did. Half a
 //!   grid step (1/256 decade) from the continuous minimum costs about (ln 10/256)²/2 ≈ 4e-5
 //!   at unit relative curvature; a property test checks it stays within 0.1 % of the all-exact
@@ -285,8 +286,8 @@ pub fn minimise(
         .or_else(|| minimise_exact(problem, slot_count, search, convolution))
 }
 
-/// As [`minimise`] with every evaluation exact (no shared θ grid): the reference the grid's
-/// tightness is measured against.
+/// As [`minimise`] with no interpolation (every evaluation a bound at its θ): the reference
+/// the grid's tightness is measured against.
 pub fn minimise_exact(
     problem: &LatencyProblem,
     slot_count: usize,

@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 use std::ops::ControlFlow;
+use tailbound_calculus::snc::algebra::grid_theta;
 use tailbound_calculus::snc::{
     search, Algebra, Analysis, ConvolutionRule, Deps, Eval, MgfArrival, MmppBound,
 };
@@ -425,7 +426,9 @@ fn fig6_expression_is_the_papers() {
     let want = alg.latency(&a[0], &svc, 1e-3);
     assert_eq!(alg.slot_count(), 0, "no artificial dependency");
     assert!(got.slots().is_empty());
-    for theta in [1e-6, 1e-5, 5e-5, 2e-4] {
+    // at points of the shared θ grid, where every arrival is exact (between them a sum of MMPPs
+    // far from its pole is its chord, a bound above: `algebra`)
+    for theta in [-768, -640, -550, -473].map(grid_theta) {
         let (x, y) = (
             got.steps_at(theta, &Eval::PLAIN),
             want.steps_at(theta, &Eval::PLAIN),
