@@ -12,8 +12,9 @@ use tailbound_service::client::ServiceClient;
 
 const ADMIN: &str = "tb_serve-test-admin";
 
-fn start(db: &Path, token_file: &Path) -> (Running, String) {
-    let mut s = Running::spawn(&[
+/// `tailbound serve` on a free port with the admin token in `token_file`, and `extra` flags.
+fn spawn_serve(db: &Path, token_file: &Path, extra: &[&str]) -> Running {
+    let mut args = vec![
         "serve",
         "--db",
         db.to_str().unwrap(),
@@ -21,7 +22,13 @@ fn start(db: &Path, token_file: &Path) -> (Running, String) {
         "127.0.0.1:0",
         "--admin-token-file",
         token_file.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    Running::spawn(&args)
+}
+
+fn start(db: &Path, token_file: &Path) -> (Running, String) {
+    let mut s = spawn_serve(db, token_file, &[]);
     let lines = s.lines_until("listening on");
     let url = format!("http://{}", addr_in(lines.last().unwrap()));
     (s, url)
@@ -376,18 +383,7 @@ fn serve_logs_one_json_object_per_line_with_the_events_fields() {
     let db = dir.path().join("state.db");
     let token = dir.path().join("admin.token");
     std::fs::write(&token, format!("{ADMIN}\n")).unwrap();
-    let mut s = Running::spawn(&[
-        "serve",
-        "--db",
-        db.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--admin-token-file",
-        token.to_str().unwrap(),
-        "-v",
-        "--log-format",
-        "json",
-    ]);
+    let mut s = spawn_serve(&db, &token, &["-v", "--log-format", "json"]);
     let lines = s.lines_until("listening on");
     let (banner, logs) = lines.split_last().unwrap();
     assert!(banner.contains("listening on"), "{banner}");
