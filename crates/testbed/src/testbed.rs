@@ -123,7 +123,7 @@ pub fn as_aggressor<T: Send>(
 
 /// Lowers the calling thread to [`AGGRESSOR_NICE`] (always allowed; it cannot be undone without
 /// privileges, so only on threads of the aggressor's own).
-fn lower_to_aggressor() {
+pub fn lower_to_aggressor() {
     if let Err(e) = replay::set_nice(0, AGGRESSOR_NICE) {
         tracing::warn!(nice = AGGRESSOR_NICE, error = %e, "cannot lower the aggressor's priority");
     }

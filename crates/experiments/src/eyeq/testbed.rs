@@ -40,8 +40,10 @@ use tailbound_dataplane::eyeq::{
 use tailbound_dataplane::memcache::load::{run_load, LoadMode, LoadSpec};
 use tailbound_dataplane::netns::{self, extra_ip, HostSpec, Lan, LanSpec, HOST_IFACE};
 use tailbound_dataplane::probe::Control;
+use tailbound_dataplane::replay::set_nice;
 use tailbound_dataplane::tc::batch;
 use tailbound_shaping::eyeq::EyeqConfig;
+use tailbound_testbed::testbed::{lower_to_aggressor, SessionNice, NICE};
 
 /// Frame bytes of one blast datagram (payload + UDP 8 + IPv4 20 + Ethernet 14).
 const DATAGRAM_FRAME_BYTES: f64 = DATAGRAM_BYTES as f64 + 42.0;
@@ -247,8 +249,36 @@ impl Testbed {
     }
 }
 
+/// Runs one run the way the admission testbed runs its hosts: this process's session above
+/// the rest of the machine ([`SessionNice`] at [`NICE`]), and `run` on a thread of its own at
+/// [`NICE`], which the agents, memcached, its clients and the TCP sender it starts inherit;
+/// the blaster lowers its own thread ([`on_off_blaster`]). On a cluster each host is a machine
+/// of its own; here a build beside the run, or the blaster's system calls, delayed memcached
+/// and its clients by milliseconds (alone, p99.9 varied 1.9–11.8 ms between runs of one
+/// setting at nice 0).
+fn at_host_priority<T: Send>(
+    run: impl FnOnce() -> Result<T, EyeqExperimentError> + Send,
+) -> Result<T, EyeqExperimentError> {
+    let _session = SessionNice::set(NICE);
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("eyeq-hosts".into())
+            .spawn_scoped(scope, || {
+                if let Err(e) = set_nice(0, NICE) {
+                    tracing::warn!(nice = NICE, error = %e, "cannot raise the hosts' priority");
+                }
+                run()
+            })
+            .map_err(|e| err(format!("cannot start the hosts' thread: {e}")))?
+            .join()
+            .map_err(|_| err("the run panicked"))?
+    })
+}
+
 /// The on/off blaster from the "udp" host: blasts at `rate` [frame bytes/s] during each of
-/// `on` (seconds from `epoch`), idle between; stops early when `ctl` says so.
+/// `on` (seconds from `epoch`), idle between; stops early when `ctl` says so. It runs at the
+/// aggressor's priority (`tailbound_testbed::testbed::AGGRESSOR_NICE`): on a cluster it is a
+/// machine of its own, here its system calls would come out of the hosts' CPU.
 fn on_off_blaster(
     ns: &str,
     target: SocketAddr,
@@ -257,6 +287,7 @@ fn on_off_blaster(
     epoch: Instant,
     ctl: &Control,
 ) -> Result<(), EyeqExperimentError> {
+    lower_to_aggressor();
     let spec = BlastSpec {
         protocol: BlastProtocol::Udp,
         netns: Some(ns.to_string()),
@@ -301,6 +332,26 @@ impl Backend for Testbed {
     }
 
     fn throughput(
+        &self,
+        setup: &EyeqSetup,
+        mode: Mode,
+        seed: u64,
+    ) -> Result<ThroughputRun, EyeqExperimentError> {
+        at_host_priority(|| self.throughput_run(setup, mode, seed))
+    }
+
+    fn latency(
+        &self,
+        setup: &EyeqSetup,
+        row: Row,
+        seed: u64,
+    ) -> Result<LatencyRun, EyeqExperimentError> {
+        at_host_priority(|| self.latency_run(setup, row, seed))
+    }
+}
+
+impl Testbed {
+    fn throughput_run(
         &self,
         setup: &EyeqSetup,
         mode: Mode,
@@ -377,7 +428,7 @@ impl Backend for Testbed {
         })
     }
 
-    fn latency(
+    fn latency_run(
         &self,
         setup: &EyeqSetup,
         row: Row,
@@ -467,5 +518,50 @@ impl Backend for Testbed {
             p50_s: latency.p50_us * 1e-6,
             p999_s: latency.p99_9_us * 1e-6,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailbound_testbed::testbed::{session_nice, AGGRESSOR_NICE};
+
+    /// The calling thread's nice value, from `/proc/thread-self/stat` (field 19).
+    fn nice() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let (_, fields) = stat.rsplit_once(") ").unwrap();
+        fields.split_whitespace().nth(16).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_run_and_what_it_starts_are_at_the_hosts_priority_and_the_blaster_at_the_lowest() {
+        if !tailbound_testdata::root_or_skip("raising the hosts' priority") {
+            return;
+        }
+        let before = (nice(), session_nice());
+        let (own, started, blaster, session) = at_host_priority(|| {
+            let started = std::thread::spawn(nice).join().unwrap();
+            // the blaster with no on period: it lowers its thread and returns
+            let target = SocketAddr::from(([127, 0, 0, 1], 9));
+            let blaster = std::thread::spawn(move || {
+                on_off_blaster("unused", target, 1.0, &[], Instant::now(), &Control::new())
+                    .map(|()| nice())
+            })
+            .join()
+            .unwrap()?;
+            Ok((nice(), started, blaster, session_nice()))
+        })
+        .unwrap();
+        assert_eq!((own, started, blaster), (NICE, NICE, AGGRESSOR_NICE));
+        if before.1.is_some() {
+            assert_eq!(session, Some(NICE), "the session is raised during the run");
+        }
+        assert_eq!(
+            (nice(), session_nice()),
+            before,
+            "the caller keeps its priorities"
+        );
+        let failed = at_host_priority(|| -> Result<(), _> { Err(err("x")) });
+        assert!(failed.unwrap_err().to_string().contains('x'));
     }
 }
