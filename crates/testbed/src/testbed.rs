@@ -102,6 +102,14 @@ pub fn session_nice() -> Option<i32> {
         .ok()
 }
 
+/// The calling thread's nice value (`/proc/thread-self/stat`, field 19); `None` where Linux
+/// does not show it.
+pub fn thread_nice() -> Option<i32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let (_, fields) = stat.rsplit_once(") ")?;
+    fields.split_whitespace().nth(16)?.parse().ok()
+}
+
 /// Runs `f` on a thread of its own at [`AGGRESSOR_NICE`]; the threads `f` starts inherit that
 /// priority (Linux: a new thread starts with its creator's nice value).
 pub fn as_aggressor<T: Send>(
@@ -577,11 +585,8 @@ fn root_drops(ns: &str, dev: &str) -> u64 {
 mod tests {
     use super::*;
 
-    /// The calling thread's nice value, from `/proc/thread-self/stat` (field 19).
     fn nice() -> i32 {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let (_, fields) = stat.rsplit_once(") ").unwrap();
-        fields.split_whitespace().nth(16).unwrap().parse().unwrap()
+        thread_nice().expect("Linux shows a thread's nice value")
     }
 
     #[test]

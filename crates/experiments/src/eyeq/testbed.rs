@@ -524,13 +524,10 @@ impl Testbed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tailbound_testbed::testbed::{session_nice, AGGRESSOR_NICE};
+    use tailbound_testbed::testbed::{session_nice, thread_nice, AGGRESSOR_NICE};
 
-    /// The calling thread's nice value, from `/proc/thread-self/stat` (field 19).
     fn nice() -> i32 {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let (_, fields) = stat.rsplit_once(") ").unwrap();
-        fields.split_whitespace().nth(16).unwrap().parse().unwrap()
+        thread_nice().expect("Linux shows a thread's nice value")
     }
 
     #[test]
