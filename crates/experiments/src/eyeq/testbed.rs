@@ -337,6 +337,7 @@ impl Backend for Testbed {
         mode: Mode,
         seed: u64,
     ) -> Result<ThroughputRun, EyeqExperimentError> {
+        let _turn = self.turn();
         at_host_priority(|| self.throughput_run(setup, mode, seed))
     }
 
@@ -346,18 +347,24 @@ impl Backend for Testbed {
         row: Row,
         seed: u64,
     ) -> Result<LatencyRun, EyeqExperimentError> {
+        let _turn = self.turn();
         at_host_priority(|| self.latency_run(setup, row, seed))
     }
 }
 
 impl Testbed {
+    /// One run at a time, taken before the session is raised: a run's [`SessionNice`] then
+    /// never reads another run's raised value as the one to restore.
+    fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn throughput_run(
         &self,
         setup: &EyeqSetup,
         mode: Mode,
         seed: u64,
     ) -> Result<ThroughputRun, EyeqExperimentError> {
-        let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
         let bed = self.bed(setup)?;
         let tcp_sink = Sink::start(
             Some(bed.rx()),
@@ -434,7 +441,6 @@ impl Testbed {
         row: Row,
         seed: u64,
     ) -> Result<LatencyRun, EyeqExperimentError> {
-        let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
         let bed = self.bed(setup)?;
         let addr = SocketAddr::new(bed.tenants[0].into(), MEMCACHED_PORT);
         let server =
