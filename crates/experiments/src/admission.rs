@@ -20,6 +20,12 @@
 //! simulator. To tell them apart, the admitted tenants are bounded again under the same
 //! decisions on models of the halves they replayed ([`Checked::replayed_bound_s`]): a
 //! worst-case (DNC) bound there must lie above the replay.
+//!
+//! The models' ceiling ([`AdmissionConfig::models_replayed`]): every tenant's traffic is also
+//! sampled from its fitted models ([`model_traffic`]) and replayed, under every policy's
+//! decisions ([`Checked::model_worst_s`]: how far a bound is from what its own model does) and
+//! by trial and error on the OPT runs ([`RunResult::opt_greedy_models`]: the most tenants an
+//! exact analysis of these models could admit, the ceiling of every sound calculus on them).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -33,9 +39,9 @@ use rand_chacha::ChaCha8Rng;
 use tailbound_admission::{Admission, Policy};
 use tailbound_calculus::Bound;
 use tailbound_curves::mmpp::SizeKind;
-use tailbound_curves::{flow_works, stage_work, StorageProfile};
+use tailbound_curves::{flow_works, stage_work, NetworkCost, StorageProfile};
 use tailbound_model::{
-    Excess, FlowModels, Network, NetworkBuilder, NewTenant, Percentile, Request, Slo, Stage,
+    Excess, FlowModels, Network, NetworkBuilder, NewTenant, Op, Percentile, Request, Slo, Stage,
     ETHERNET_MTU_BYTES, SLO_WINDOW_S,
 };
 use tailbound_sim::{opt, opt_greedy, Plan, Replay, Transmission};
@@ -87,6 +93,11 @@ pub struct AdmissionConfig {
     /// batches' sizes (1: the traces as recorded)
     #[serde(default = "one")]
     pub speed_up: f64,
+    /// also replay traffic sampled from every tenant's fitted models, [`MODEL_SPAN`] times as
+    /// long as its replayed half: each policy's admitted tenants on it, and trial and error on
+    /// it on the OPT runs (see the module docs)
+    #[serde(default)]
+    pub models_replayed: bool,
 }
 
 fn one() -> f64 {
@@ -118,6 +129,7 @@ impl AdmissionConfig {
             isolated: true,
             threads: 2,
             speed_up: DEFAULT_SPEED_UP,
+            models_replayed: false,
         }
     }
 }
@@ -129,6 +141,11 @@ pub const DEFAULT_LINK: f64 = 125e6;
 /// lightly, so that the replay sees almost no contention between tenants as recorded; five
 /// times their rates, with their batch sizes kept, it does (see the README's regime section).
 pub const DEFAULT_SPEED_UP: f64 = 5.0;
+
+/// How many times as long as a tenant's replayed half its traffic sampled from its models is
+/// (more samples of the models' tails than one half gives: a window's p99.9 of a few thousand
+/// requests is its 1st to 3rd largest).
+pub const MODEL_SPAN: f64 = 3.0;
 
 /// Default MMPP batch gap [s]: the production traces arrive in batches of up to hundreds of
 /// requests within microseconds, which a Poisson-within-state MMPP of single requests cannot
@@ -173,6 +190,10 @@ pub struct Checked {
     /// overloaded queue)
     #[serde(default)]
     pub replayed_bound_s: Option<f64>,
+    /// its worst window when the traffic sampled from every tenant's models is replayed under
+    /// the same decisions [s] (with [`AdmissionConfig::models_replayed`])
+    #[serde(default)]
+    pub model_worst_s: Option<f64>,
 }
 
 /// An admitted tenant that missed its SLO in replay.
@@ -207,6 +228,11 @@ pub struct RunResult {
     /// kept if the replay with it still meets every kept tenant's SLO
     #[serde(default)]
     pub opt_greedy: Option<usize>,
+    /// trial and error as [`RunResult::opt_greedy`] on the traffic sampled from the tenants'
+    /// models (with [`AdmissionConfig::models_replayed`], on the OPT runs): what an exact
+    /// analysis of the models could admit
+    #[serde(default)]
+    pub opt_greedy_models: Option<usize>,
 }
 
 /// Means over runs of one policy.
@@ -229,6 +255,13 @@ pub struct PolicySummary {
     /// median over all admitted tenants of all runs of bound / replayed worst window
     #[serde(default)]
     pub bound_over_replay: Option<f64>,
+    /// median over all admitted tenants of all runs of bound / worst window on the traffic
+    /// sampled from the models ([`Checked::model_worst_s`])
+    #[serde(default)]
+    pub bound_over_model: Option<f64>,
+    /// mean admitted / trial and error on the models ([`RunResult::opt_greedy_models`])
+    #[serde(default)]
+    pub of_opt_greedy_models: Option<f64>,
     /// mean per run of the admitted tenants whose replayed worst window exceeds their bound
     /// (a bound rests on the characterized first half; the replay is the second)
     #[serde(default)]
@@ -474,6 +507,8 @@ pub enum Progress {
     PolicyDone { run: usize, policy: Policy },
     /// a run's OPT search finished
     OptDone { run: usize },
+    /// a run's trial and error on its models' traffic finished
+    ModelOptDone { run: usize },
 }
 
 /// Runs the experiment; `progress` may be called from worker threads.
@@ -594,6 +629,74 @@ impl<'a> ReplayedTraffic<'a> {
     }
 }
 
+/// Requests sampled from tenant `tenant`'s fitted flow models over `duration_s`: each event of
+/// its request flow's MMPP a write, each of its response flow's a read, one request per event
+/// (a batch as one request), sized so that the event's work crosses its direction
+/// ([`NetworkCost`]). The flows are sampled independently, as the calculus models them; each
+/// request also puts a header on the other direction, a little more than the models say.
+/// Deterministic for a seed.
+pub fn model_traffic(
+    net: &Network,
+    tenant: usize,
+    duration_s: f64,
+    seed: u64,
+) -> Result<Vec<Request>, AdmissionExperimentError> {
+    let t = &net.tenants[tenant];
+    let mut out = Vec::new();
+    for (k, &f) in t.flows.iter().enumerate() {
+        let flow = &net.flows[f];
+        let fail = |why: String| {
+            AdmissionExperimentError::Config(format!(
+                "tenant {:?}, flow {:?}: cannot sample traffic from its model: {why}",
+                t.name, flow.name
+            ))
+        };
+        let Some(m) = &flow.mmpp else {
+            return Err(fail("it has no MMPP".into()));
+        };
+        let (op, cost, per_byte) = match flow.stage {
+            Stage::NetIn => (
+                Op::DiskWrite,
+                NetworkCost::REQUEST_DIRECTION,
+                NetworkCost::REQUEST_DIRECTION.write_per_byte,
+            ),
+            Stage::NetOut => (
+                Op::DiskRead,
+                NetworkCost::RESPONSE_DIRECTION,
+                NetworkCost::RESPONSE_DIRECTION.read_per_byte,
+            ),
+            other => return Err(fail(format!("stage {other} is not a network direction"))),
+        };
+        let events = tailbound_trace::gen::fitted_events(m, duration_s, seed ^ ((k as u64) << 56))
+            .map_err(|e| fail(e.to_string()))?;
+        out.extend(events.into_iter().map(|(ns, work)| Request {
+            arrival_ns: ns,
+            size_bytes: ((work - cost.header_bytes) / per_byte).round().max(1.0) as u64,
+            op,
+        }));
+    }
+    out.sort_by_key(|r| r.arrival_ns);
+    Ok(out)
+}
+
+/// Every tenant's traffic sampled from its models, [`MODEL_SPAN`] times as long as its
+/// replayed half.
+fn models_replay<'a>(
+    network: &'a Network,
+    requests: &[Vec<Request>],
+    seed: u64,
+) -> Result<Replay<'a>, AdmissionExperimentError> {
+    let traffic = requests
+        .iter()
+        .enumerate()
+        .map(|(t, half)| {
+            let span_s = half.last().map_or(0.0, |r| r.arrival_s()).max(1.0);
+            model_traffic(network, t, MODEL_SPAN * span_s, seed.wrapping_add(t as u64))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Replay::new(network, traffic, works(network))?)
+}
+
 fn one_run(
     cfg: &AdmissionConfig,
     traces: &[Characterized],
@@ -607,6 +710,11 @@ fn one_run(
         traces: trace_of,
         redrawn,
     } = build_run(cfg, traces, seed)?;
+    let models = if cfg.models_replayed {
+        Some(models_replay(&network, &requests, seed)?)
+    } else {
+        None
+    };
     let replay = Replay::new(&network, requests, works(&network))?;
     let paths = trace_of.iter().map(|&i| cfg.traces[i].as_path()).collect();
     let mut replayed = ReplayedTraffic::new(&replay, paths, cfg);
@@ -638,6 +746,10 @@ fn one_run(
         let decisions = engine.decisions();
         let plan = Plan::from_decisions(&network, &decisions)?;
         let result = replay.run(&plan, service, cfg.window_s)?;
+        let on_models = match &models {
+            Some(m) => Some(m.run(&plan, service, cfg.window_s)?),
+            None => None,
+        };
         let replayed_bounds: BTreeMap<usize, Option<f64>> = engine
             .bounds_on(replayed.covering(&engine.admitted())?)?
             .into_iter()
@@ -647,12 +759,14 @@ fn one_run(
             .tenants
             .iter()
             .zip(&plan.tenants)
-            .map(|(t, ti)| Checked {
+            .enumerate()
+            .map(|(k, (t, ti))| Checked {
                 name: t.name.clone(),
                 slo_s: network.tenants[*ti].slo.latency_s,
                 bound_s: bounds[ti],
                 worst_s: t.worst_window_s(),
                 replayed_bound_s: replayed_bounds[ti],
+                model_worst_s: on_models.as_ref().map(|r| r.tenants[k].worst_window_s()),
             })
             .collect();
         // a tenant misses its SLO when its worst window does
@@ -718,12 +832,21 @@ fn one_run(
     } else {
         (None, None)
     };
+    let opt_greedy_models = match &models {
+        Some(m) if run < cfg.opt_runs => {
+            let g = tailbound_sim::opt_greedy(m, service, cfg.window_s, |_, _| {})?;
+            progress(Progress::ModelOptDone { run });
+            Some(g.len())
+        }
+        _ => None,
+    };
     Ok(RunResult {
         seed,
         redrawn,
         policies,
         opt,
         opt_greedy,
+        opt_greedy_models,
     })
 }
 
@@ -767,6 +890,7 @@ fn summarize(runs: &[RunResult]) -> Summary {
         };
         let with_opt = of(|r| r.opt);
         let with_greedy = of(|r| r.opt_greedy);
+        let with_greedy_models = of(|r| r.opt_greedy_models);
         policies.insert(
             name.clone(),
             PolicySummary {
@@ -784,6 +908,14 @@ fn summarize(runs: &[RunResult]) -> Summary {
                         .map(|t| t.bound_s / t.worst_s)
                         .collect(),
                 ),
+                bound_over_model: median(
+                    runs.iter()
+                        .flat_map(|r| &r.policies[name].tenants)
+                        .filter_map(|t| t.model_worst_s.filter(|&w| w > 0.0).map(|w| t.bound_s / w))
+                        .collect(),
+                ),
+                of_opt_greedy_models: (!with_greedy_models.is_empty())
+                    .then(|| mean(with_greedy_models)),
                 above_bound: get(&|p| {
                     p.tenants.iter().filter(|t| t.worst_s > t.bound_s).count() as f64
                 }),
@@ -821,7 +953,6 @@ fn summarize(runs: &[RunResult]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tailbound_model::Op;
 
     fn read(ns: u64, bytes: u64) -> Request {
         Request {
@@ -905,6 +1036,90 @@ mod tests {
     }
 
     #[test]
+    fn model_traffic_carries_each_events_work_on_its_direction() {
+        use tailbound_curves::WorkFunction;
+        let (traces, cfg) = steady_and_burst(0);
+        let d = Draw {
+            trace: 0,
+            client: 0,
+            server: cfg.clients,
+            slo_s: 0.05,
+            offset_ns: 0,
+        };
+        let mut b = empty_run(&cfg);
+        let percentile = Percentile::new(99.9).unwrap();
+        push_tenant(&mut b, "t0-steady".into(), &d, &traces[0], percentile).unwrap();
+        let net = b.build().unwrap();
+        let reqs = model_traffic(&net, 0, 60.0, 7).unwrap();
+        assert_eq!(
+            reqs,
+            model_traffic(&net, 0, 60.0, 7).unwrap(),
+            "deterministic"
+        );
+        assert!(reqs.windows(2).all(|w| w[0].arrival_ns <= w[1].arrival_ns));
+        assert!(reqs.last().unwrap().arrival_ns < 60_000_000_000);
+        // the steady trace: a 4 KiB read every 10 ms, one event per read on each direction at
+        // the fitted state's rate (its band's centre, 81.9/s for 100 per interval)
+        let (reads, writes): (Vec<&Request>, Vec<&Request>) =
+            reqs.iter().partition(|r| r.op == Op::DiskRead);
+        for (n, &f) in [reads.len(), writes.len()]
+            .into_iter()
+            .zip(&net.tenants[0].flows)
+        {
+            let rate = net.flows[f].mmpp.as_ref().unwrap().states[0].rate_per_s;
+            assert!(rate > 50.0, "{rate}");
+            let expected = rate * 60.0;
+            assert!(
+                (n as f64 - expected).abs() < 0.05 * expected,
+                "{n} events in 60 s at {rate}/s"
+            );
+        }
+        // each read carries the response work of a 4 KiB read, each write the request work
+        let response = NetworkCost::RESPONSE_DIRECTION.work(reads[0]);
+        assert!(
+            (response - (200.0 + 1.1 * 4096.0)).abs() <= 1.1,
+            "{response}"
+        );
+        let request = NetworkCost::REQUEST_DIRECTION.work(writes[0]);
+        assert!(
+            (request - (200.0 + 0.025 * 4096.0)).abs() <= 1.1,
+            "{request}"
+        );
+    }
+
+    #[test]
+    fn the_models_replayed_give_their_ceiling_and_a_bound_never_below_them() {
+        let (traces, mut cfg) = steady_and_burst(30);
+        cfg.tenants = 6;
+        cfg.slos_s = vec![0.020];
+        cfg.opt_runs = 1;
+        cfg.policies = vec![Policy::SncMartingale, Policy::SiloPlusPlus];
+        let off = one_run(&cfg, &traces, 0, &|_| {}).unwrap();
+        assert_eq!(off.opt_greedy_models, None);
+        cfg.models_replayed = true;
+        let on = one_run(&cfg, &traces, 0, &|_| {}).unwrap();
+        let ceiling = on.opt_greedy_models.unwrap();
+        // every tenant's model is a light steady one: all fit on their models, as on the traces
+        assert_eq!(ceiling, 6);
+        assert_eq!(on.opt_greedy, Some(6));
+        for (policy, p) in &on.policies {
+            assert!(!p.tenants.is_empty(), "{policy}");
+            for t in &p.tenants {
+                let w = t.model_worst_s.unwrap();
+                assert!(w > 0.0, "{policy}: {t:?}");
+                // a sound bound covers what its own model does
+                assert!(t.bound_s >= w, "{policy}: {t:?}");
+            }
+        }
+        let s = summarize(&[on]);
+        let mart = &s.policies["snc-martingale"];
+        assert!(mart.bound_over_model.is_some_and(|r| r >= 1.0));
+        assert!(mart
+            .of_opt_greedy_models
+            .is_some_and(|r| r > 0.0 && r <= 1.0));
+    }
+
+    #[test]
     fn summary_gives_the_mean_and_the_median_of_admitted_over_opt() {
         let run = |admitted: [usize; 2], opt: Option<usize>| RunResult {
             seed: 0,
@@ -927,6 +1142,7 @@ mod tests {
                 .collect(),
             opt,
             opt_greedy: None,
+            opt_greedy_models: None,
         };
         // snc-meister / OPT: 2.0 (an OPT stopped early), 0.9, 0.9; the run without OPT is left out
         let runs = [

@@ -140,6 +140,8 @@ pub enum GenError {
     TooLarge { expected: f64, max: f64 },
     #[error("the spec would generate about {expected:.3e} requests; a trace holds at most {max}, lower the rate or the duration")]
     TooManyRequests { expected: f64, max: u64 },
+    #[error("the fitted MMPP cannot be sampled: {0}")]
+    FittedMmpp(String),
     #[error("no request arrived within {duration_s} s (seed {seed}); expected at least one, raise the rate or the duration")]
     NoRequests { duration_s: f64, seed: u64 },
 }
@@ -395,6 +397,115 @@ fn arrivals(
     Ok(out)
 }
 
+/// Arrival events of a fitted discrete-time MMPP ([`tailbound_model::Mmpp`], the chain
+/// `tailbound-curves` fits): `(time [ns], work)` per event over `[0, duration_s)`, the chain
+/// started in its stationary law. Each step of `m.step_s` carries an event with its state's
+/// probability, of a work drawn from its state's sizes; stays and gaps between events are
+/// drawn as geometric numbers of steps, so the cost is per event and per state change, not
+/// per step. Deterministic for a seed.
+pub fn fitted_events(
+    m: &tailbound_model::Mmpp,
+    duration_s: f64,
+    seed: u64,
+) -> Result<Vec<(u64, f64)>, GenError> {
+    use tailbound_model::SizeModel;
+    check(
+        "duration_s",
+        duration_s,
+        duration_s.is_finite() && duration_s > 0.0 && duration_s < 1.8e10,
+        POSITIVE,
+    )?;
+    m.validate()
+        .map_err(|e| GenError::FittedMmpp(e.to_string()))?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let steps = (duration_s / m.step_s).floor() as u64;
+    let expected: f64 = m
+        .stationary()
+        .iter()
+        .zip(&m.states)
+        .map(|(pi, s)| pi * s.arrival_prob)
+        .sum::<f64>()
+        * steps as f64;
+    if expected > MAX_REQUESTS as f64 {
+        return Err(GenError::TooManyRequests {
+            expected,
+            max: MAX_REQUESTS,
+        });
+    }
+    // geometric number of trials until the first success, ≥ 1; u64::MAX for p = 0
+    let geometric = |p: f64, rng: &mut ChaCha8Rng| -> u64 {
+        if p >= 1.0 {
+            return 1;
+        }
+        if p <= 0.0 {
+            return u64::MAX;
+        }
+        let u: f64 = 1.0 - rng.gen::<f64>(); // (0, 1]
+        let k = (u.ln() / (-p).ln_1p()).floor() + 1.0;
+        if k >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            k as u64
+        }
+    };
+    let pick = |weights: &mut dyn Iterator<Item = f64>, total: f64, rng: &mut ChaCha8Rng| {
+        let mut u = rng.gen::<f64>() * total;
+        let mut last = 0;
+        for (i, w) in weights.enumerate() {
+            last = i;
+            if u < w {
+                return i;
+            }
+            u -= w;
+        }
+        last
+    };
+    let pi = m.stationary();
+    let mut state = pick(&mut pi.iter().copied(), pi.iter().sum(), &mut rng);
+    let mut out = Vec::new();
+    let mut step = 0u64;
+    while step < steps {
+        let stay = 1.0 - m.transition[state][state];
+        let end = step.saturating_add(geometric(stay, &mut rng)).min(steps);
+        let s = &m.states[state];
+        let mut t = step;
+        loop {
+            t = t.saturating_add(geometric(s.arrival_prob, &mut rng) - 1);
+            if t >= end {
+                break;
+            }
+            let work = match &s.sizes {
+                SizeModel::Exponential { mean } => {
+                    exp(1.0 / mean, "fitted MMPP mean size")?.sample(&mut rng)
+                }
+                SizeModel::Empirical { atoms } => {
+                    let i = pick(
+                        &mut atoms.iter().map(|a| a[1]),
+                        atoms.iter().map(|a| a[1]).sum(),
+                        &mut rng,
+                    );
+                    atoms[i][0]
+                }
+            };
+            out.push(((t as f64 * m.step_s * 1e9).round() as u64, work));
+            t += 1;
+        }
+        step = end;
+        if step < steps && stay > 0.0 {
+            let row = &m.transition[state];
+            state = pick(
+                &mut row
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &p)| if j == state { 0.0 } else { p }),
+                stay,
+                &mut rng,
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// A renewal process: i.i.d. gaps drawn from `gap`.
 fn renewal(
     gap: &impl Distribution<f64>,
@@ -557,6 +668,96 @@ pub fn generate(spec: &GenSpec, seed: u64) -> Result<Trace, GenError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tailbound_model::{Mmpp, MmppState, SizeModel};
+
+    fn state(arrival_prob: f64, sizes: SizeModel) -> MmppState {
+        MmppState {
+            rate_per_s: arrival_prob / 1e-5,
+            arrival_prob,
+            sizes,
+            intervals: 1,
+            requests: 1,
+            work: 1.0,
+        }
+    }
+
+    /// A slow two-state chain on 10 µs steps: state 0 (an event every 100 steps, 1000 or 3000
+    /// work) for 1 s on average, state 1 (every 10 steps, 100 work) for 0.25 s.
+    fn two_states() -> Mmpp {
+        let stay = |mean_s: f64| 1.0 - 1e-5 / mean_s;
+        Mmpp {
+            step_s: 1e-5,
+            interval_s: 1.0,
+            states: vec![
+                state(
+                    0.01,
+                    SizeModel::Empirical {
+                        atoms: vec![[1000.0, 0.5], [3000.0, 0.5]],
+                    },
+                ),
+                state(0.1, SizeModel::Exponential { mean: 100.0 }),
+            ],
+            transition: vec![
+                vec![stay(1.0), 1.0 - stay(1.0)],
+                vec![1.0 - stay(0.25), stay(0.25)],
+            ],
+        }
+    }
+
+    #[test]
+    fn a_fitted_mmpp_is_sampled_at_its_rates_sizes_and_stays() {
+        let m = two_states();
+        let ev = fitted_events(&m, 400.0, 3).unwrap();
+        assert_eq!(ev, fitted_events(&m, 400.0, 3).unwrap(), "deterministic");
+        assert_ne!(ev, fitted_events(&m, 400.0, 4).unwrap());
+        assert!(
+            ev.windows(2).all(|w| w[0].0 < w[1].0),
+            "one event per step at most"
+        );
+        assert!(ev
+            .iter()
+            .all(|e| e.0 < 400_000_000_000 && e.0 % 10_000 == 0));
+        // stationary law (0.8, 0.2): 0.8·1000 + 0.2·10000 = 2800 events/s
+        let rate = ev.len() as f64 / 400.0;
+        assert!((rate - 2800.0).abs() < 0.05 * 2800.0, "{rate}/s");
+        // state 0's events carry its atoms, state 1's are continuous
+        let atoms = ev.iter().filter(|e| e.1 == 1000.0 || e.1 == 3000.0).count();
+        let expected = 0.8 * 1000.0 * 400.0;
+        assert!((atoms as f64 - expected).abs() < 0.1 * expected, "{atoms}");
+        // work: 0.8·1000·2000 + 0.2·10000·100 = 1.8 M per second
+        let work: f64 = ev.iter().map(|e| e.1).sum::<f64>() / 400.0;
+        assert!((work - 1.8e6).abs() < 0.05 * 1.8e6, "{work}");
+        // stays: the high state's events come in runs of about 0.25 s
+        let fast: Vec<u64> = ev
+            .iter()
+            .filter(|e| e.1 != 1000.0 && e.1 != 3000.0)
+            .map(|e| e.0)
+            .collect();
+        let runs = 1 + fast.windows(2).filter(|w| w[1] - w[0] > 20_000_000).count();
+        let per_run_s = fast.len() as f64 / 10_000.0 / runs as f64;
+        assert!((0.15..0.35).contains(&per_run_s), "{per_run_s} s per stay");
+    }
+
+    #[test]
+    fn a_fitted_mmpp_refuses_bad_durations_and_chains() {
+        let m = two_states();
+        for d in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = fitted_events(&m, d, 1).unwrap_err().to_string();
+            assert!(e.contains("duration_s"), "{e}");
+        }
+        let mut bad = m.clone();
+        bad.transition[0][0] = 0.5;
+        let e = fitted_events(&bad, 1.0, 1).unwrap_err().to_string();
+        assert!(e.contains("fitted MMPP") && e.contains("row 0"), "{e}");
+        // more events than a trace may hold
+        let e = fitted_events(&m, 1e7, 1).unwrap_err().to_string();
+        assert!(e.contains("requests"), "{e}");
+        // a state without arrivals gives none; a chain that never arrives, an empty list
+        let mut quiet = m;
+        quiet.states[1].arrival_prob = 0.0;
+        quiet.states[0].arrival_prob = 0.0;
+        assert!(fitted_events(&quiet, 10.0, 1).unwrap().is_empty());
+    }
 
     fn spec(arrival: ArrivalModel) -> GenSpec {
         GenSpec {

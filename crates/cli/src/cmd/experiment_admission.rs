@@ -80,6 +80,13 @@ pub struct AdmissionArgs {
     /// (more than 0, at most 1000)
     #[arg(long, default_value_t = tailbound_experiments::admission::DEFAULT_SPEED_UP, value_parser = args::real(0.0, 1000.0, true))]
     pub speed_up: f64,
+    /// also replay traffic sampled from every tenant's fitted models (three times as long as
+    /// its replayed half): each policy's bound against its admitted tenants' worst windows
+    /// there, and trial and error on it on the OPT runs, the most tenants an exact analysis
+    /// of these models could admit (the ceiling of any sound calculus on them; slow: a replay
+    /// per tenant)
+    #[arg(long)]
+    pub replay_models: bool,
     // the figure: box plots of admitted tenants and bytes per policy (snc-meister Fig. 10/11)
     // and each admitted tenant's bound against its replay
     #[command(flatten)]
@@ -89,6 +96,12 @@ pub struct AdmissionArgs {
 }
 
 pub fn run_admission(a: AdmissionArgs) -> anyhow::Result<Outcome> {
+    if a.testbed.testbed && a.replay_models {
+        anyhow::bail!(
+            "--replay-models replays sampled traffic in the simulator; it does not apply to \
+             --testbed (drop one of the two)"
+        );
+    }
     let cfg = config(&a)?;
     if a.testbed.testbed {
         return super::experiment_admission_testbed::run(cfg, &a.testbed, &a.output);
@@ -122,11 +135,13 @@ fn config(a: &AdmissionArgs) -> anyhow::Result<AdmissionConfig> {
         isolated: a.isolated,
         threads: a.threads,
         speed_up: a.speed_up,
+        models_replayed: a.replay_models,
     })
 }
 
 fn run_simulated(cfg: AdmissionConfig, a: &AdmissionArgs) -> anyhow::Result<Outcome> {
-    let steps = cfg.traces.len() + cfg.runs * cfg.policies.len() + cfg.opt_runs;
+    let model_opts = if cfg.models_replayed { cfg.opt_runs } else { 0 };
+    let steps = cfg.traces.len() + cfg.runs * cfg.policies.len() + cfg.opt_runs + model_opts;
     let bar = progress(steps as u64, a.output.json, "admission");
     let result = run(&cfg, &|p| {
         bar.inc(1);
@@ -134,6 +149,9 @@ fn run_simulated(cfg: AdmissionConfig, a: &AdmissionArgs) -> anyhow::Result<Outc
             Progress::Characterized(n) => bar.set_message(format!("characterized {n} traces")),
             Progress::PolicyDone { run, policy } => bar.set_message(format!("run {run}: {policy}")),
             Progress::OptDone { run } => bar.set_message(format!("run {run}: OPT")),
+            Progress::ModelOptDone { run } => {
+                bar.set_message(format!("run {run}: trial and error on the models"))
+            }
         }
     })?;
     bar.finish_and_clear();
@@ -227,6 +245,9 @@ fn table(r: &AdmissionResult) -> String {
             greedy.join(", ")
         );
     }
+    if r.config.models_replayed {
+        out += &models_lines(r);
+    }
     for (i, run) in r.runs.iter().enumerate() {
         for (policy, p) in &run.policies {
             for v in &p.violators {
@@ -253,6 +274,36 @@ fn table(r: &AdmissionResult) -> String {
         out += &format!(
             "snc-meister admits {ratio:.2}× the tenants of the best DNC policy ({:.2}× the bytes)\n",
             r.summary.bytes_ratio.unwrap_or(f64::NAN)
+        );
+    }
+    out
+}
+
+/// The models' ceiling: trial and error on traffic sampled from the fitted models, and each
+/// policy against it.
+fn models_lines(r: &AdmissionResult) -> String {
+    let ceilings: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|x| x.opt_greedy_models.map(|o| o.to_string()))
+        .collect();
+    let mut out = format!(
+        "on traffic sampled from the fitted models ({}× each replayed half): trial and error \
+         admits {} (what an exact analysis of the models could admit)\n",
+        tailbound_experiments::admission::MODEL_SPAN,
+        if ceilings.is_empty() {
+            "- (no OPT run)".to_string()
+        } else {
+            ceilings.join(", ")
+        }
+    );
+    for (name, p) in &r.summary.policies {
+        out += &format!(
+            "  {name}: admits {} of it (mean), bound / worst window on the models {} (median)\n",
+            p.of_opt_greedy_models
+                .map_or_else(|| "-".into(), |x| format!("{:.0}%", 100.0 * x)),
+            p.bound_over_model
+                .map_or_else(|| "-".into(), |x| format!("{x:.2}")),
         );
     }
     out

@@ -158,6 +158,19 @@ const CASES: &[Case] = &[
         &["--runs", "1..=1000"],
     ),
     (
+        "models replayed on the testbed",
+        &[
+            "experiment",
+            "admission",
+            "--traces",
+            "@",
+            "--testbed",
+            "--replay-models",
+        ],
+        2,
+        &["--replay-models", "--testbed"],
+    ),
+    (
         "tenants per run",
         &["experiment", "admission", "--traces", "@", "--tenants", "0"],
         2,
