@@ -175,7 +175,32 @@ fn comparison_cases() -> Vec<(&'static str, Vec<(f64, SizeModel)>)> {
                 .map(|_| (0.008 * GBPS / heavy(0.002).mean(), heavy(0.002)))
                 .collect(),
         ),
+        (
+            "a light flow beside 5 with a 4 MiB batch every 200 s, load 0.3",
+            std::iter::once((
+                0.05 * GBPS / 4096.0,
+                SizeModel::Empirical {
+                    atoms: vec![[4096.0, 1.0]],
+                },
+            ))
+            .chain((0..5).map(|_| {
+                let rare = rare_huge();
+                (0.05 * GBPS / rare.mean(), rare)
+            }))
+            .collect(),
+        ),
     ]
+}
+
+/// 16 KiB batches, and 4 MiB ones at a probability that brings one every 200 s at a load of
+/// 0.05 of 1 Gbit/s: the production traces' rare multi-megabyte batches.
+fn rare_huge() -> SizeModel {
+    let (small, big, load, every_s) = (16384.0, 4_194_304.0, 0.05 * GBPS, 200.0);
+    // λ·q = 1/every_s with λ = load / (small·(1 − q) + big·q)
+    let q = small / (load * every_s - (big - small));
+    SizeModel::Empirical {
+        atoms: vec![[small, 1.0 - q], [big, q]],
+    }
 }
 
 #[test]
