@@ -209,7 +209,11 @@ fn comparison_cases() -> Vec<(&'static str, Vec<(f64, SizeModel)>)> {
 /// 16 KiB batches with 256 KiB, 1 MiB and 4 MiB ones every 2, 10 and 60 s at a load of 0.03
 /// of 1 Gbit/s: heavy batches at several scales, not all rare.
 fn mixed_heavy() -> SizeModel {
-    let heavy = [(262_144.0, 0.5), (1_048_576.0, 0.1), (4_194_304.0, 1.0 / 60.0)];
+    let heavy = [
+        (262_144.0, 0.5),
+        (1_048_576.0, 0.1),
+        (4_194_304.0, 1.0 / 60.0),
+    ];
     let heavy_work: f64 = heavy.iter().map(|(w, r)| w * r).sum();
     let small_rate = (0.03 * GBPS - heavy_work) / 16384.0;
     let total = small_rate + heavy.iter().map(|(_, r)| r).sum::<f64>();
