@@ -177,33 +177,24 @@ fn comparison_cases() -> Vec<(&'static str, Vec<(f64, SizeModel)>)> {
         ),
         (
             "a light flow beside 5 with a 4 MiB batch every 200 s, load 0.3",
-            std::iter::once((
-                0.05 * GBPS / 4096.0,
-                SizeModel::Empirical {
-                    atoms: vec![[4096.0, 1.0]],
-                },
-            ))
-            .chain((0..5).map(|_| {
-                let rare = rare_huge();
-                (0.05 * GBPS / rare.mean(), rare)
-            }))
-            .collect(),
+            light_beside(5, 0.05, rare_huge()),
         ),
         (
             "a light flow beside 10 with 256 KiB / 1 MiB / 4 MiB batches every 2 / 10 / 60 s, load 0.35",
-            std::iter::once((
-                0.05 * GBPS / 4096.0,
-                SizeModel::Empirical {
-                    atoms: vec![[4096.0, 1.0]],
-                },
-            ))
-            .chain((0..10).map(|_| {
-                let mixed = mixed_heavy();
-                (0.03 * GBPS / mixed.mean(), mixed)
-            }))
-            .collect(),
+            light_beside(10, 0.03, mixed_heavy()),
         ),
     ]
+}
+
+/// A light flow of 4 KiB batches at a load of 0.05 (the one bounded), beside `n` flows of
+/// `sizes`, each at `load` of 1 Gbit/s.
+fn light_beside(n: usize, load: f64, sizes: SizeModel) -> Vec<(f64, SizeModel)> {
+    let light = SizeModel::Empirical {
+        atoms: vec![[4096.0, 1.0]],
+    };
+    let mut sources = vec![(0.05 * GBPS / 4096.0, light)];
+    sources.extend((0..n).map(|_| (load * GBPS / sizes.mean(), sizes.clone())));
+    sources
 }
 
 /// 16 KiB batches with 256 KiB, 1 MiB and 4 MiB ones every 2, 10 and 60 s at a load of 0.03
