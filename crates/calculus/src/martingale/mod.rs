@@ -10,6 +10,7 @@
 //! application of martingales", 2022). No I/O, no clock; nothing non-finite leaves it.
 //!
 //! * `chain`: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales.
+//! * `heavy`: a flow's heavy batches split off, and the sum over the sets of them.
 //! * `walk`: Doob walks and lumps prepared at one θ as plain arrays.
 //! * this module: which flows a flow's bound involves, the bound of one queue and of a
 //!   two-queue path, the search over θ, and a per-thread cache of the envelopes (the
@@ -119,6 +120,37 @@
 //! combined by Hölder's inequality (equal exponents k for k lumps, evaluated at a grid θ ≥ kθ,
 //! since E[e^{xL}]^{1/x} grows with x); independent ones multiply.
 //!
+//! # Heavy batches
+//!
+//! An exponential bound pays for a co-tenant's batch of work W by e^{θW}, only logarithmically
+//! in how rare the batch is, where a percentile counts it in proportion to its chance: a light
+//! flow beside megabyte batches that come once in minutes was bounded by the time they take
+//! to send, far above what such a batch does to its p99.9. So each walk member g other than the
+//! analysed flow is also bounded with its batches above a threshold β_g split off
+//! (`heavy::split`): per step and given the state, its arrival is dominated by the light
+//! arrival (W·1{W ≤ β}, an MMPP of its own with its own supermartingales) plus an independent
+//! i.i.d. heavy one of probability b_g = max_i p_i P_i(W > β)/(1 − p_i) and work V_g ~ the
+//! largest of the states' tails of W given W > β. β_g is the least of the flow's sizes at which
+//! b_g ≤ `HEAVY_PER_S`·Δ. The queue of the dominating arrivals is larger than the real one,
+//! so a bound for it is one for the flow.
+//!
+//! A crossing at N (the first) counts the heavy batches K at reversed positions before N; for
+//! K = ∅ it is a crossing of the light walk (and lumps) alone, Q(−1); otherwise the light walk
+//! crosses c − ΣV_K from after K's last position k on, and Doob's inequality from there gives
+//! Q(k), the light bound with its start moved to k + 1 (a walk's value falls by θ·slack per
+//! step; with two queues Q sums the hand-off blocks, each moved). By independence,
+//!
+//! P(delay > d) ≤ Q(−1) + Σ_{K ≠ ∅} Π_{K} b · E[min(1, e^{θ·ΣV_K} · Q(max K))].
+//!
+//! The sets by their last position k weigh at most Λ(k)·X(k)^{j−1}/(j−1)! for j batches (Λ
+//! the members' Σb at k, X its sum up to k; Maclaurin's inequality); sets of one and two are
+//! summed over their laws (rounded up to a 4 % grid), larger ones through
+//! min(1, e^y) ≤ e^{ηy} at the best η ∈ (0, 1] tried (`heavy::ln_bound`). A huge batch is so
+//! paid for by its chance times how long it keeps the light walk's bound above 1, never by
+//! e^{θV}. The split bound has its own θ scan (its grid reaches up to the light parts' largest
+//! θ), beside the plain one where it can gain (see "Limits"), and the lesser bound is kept; at a
+//! hinted θ both are evaluated under the same rule.
+//!
 //! # Scope
 //!
 //! Paths of one or two queues whose other flows either start at the queue or come from a
@@ -148,9 +180,15 @@
 //! about 1/(its largest batch), and every nat of ln(1/ε) then costs that batch's transmission
 //! time, for every flow of its level and below on its queues. Removing the union bound over
 //! time (about ln(1/(θ·gap)) ≈ 5–6 nats per queue at these θ) is what this analysis gains over
-//! SNC-Meister's; rare multi-megabyte batches still dominate (see the README).
+//! SNC-Meister's. Splitting heavy batches off ("Heavy batches") removes the rest of that cost
+//! where they are rarer than ε within the delay; it covers the walk members, not the analysed
+//! flow's own batches, cross traffic that joins at the second queue (lumps) or the upstream
+//! queues' walks, and it is searched only where the plain bound pays a nat or more for them
+//! and fewer than 10·ε of them are expected within its delay (elsewhere their chance alone
+//! keeps the split bound near the plain one, and the second search would double the cost).
 
 mod chain;
+mod heavy;
 mod walk;
 
 pub use chain::{Envelope, Opt, Tilt, PEAK, PERRON};
@@ -159,7 +197,7 @@ use walk::{lumps_growth, lumps_value, Lump, LumpKind, Pair, Start, Starts, UpLum
 
 use crate::theta::{self, OverTheta};
 use crate::{Bound, BoundOptions, CalculusError, Hint, HintedBound};
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
@@ -208,7 +246,21 @@ pub(crate) fn bound_tenants(
 struct Cached {
     env: Envelope,
     tilts: RefCell<HashMap<i32, Option<Tilt>>>,
+    /// the flow with its heavy batches split off ([`heavy::split`] at [`HEAVY_PER_S`])
+    split: OnceCell<Option<SplitPart>>,
 }
+
+/// A flow's heavy batches split off: the rest's envelope, the heavy process's per-step
+/// probability and law.
+struct SplitPart {
+    light: Rc<Cached>,
+    prob: f64,
+    atoms: Vec<(f64, f64)>,
+}
+
+/// Batches are split off a flow from the largest down while they come at most this often
+/// [1/s] (module docs, "Heavy batches").
+const HEAVY_PER_S: f64 = 0.5;
 
 /// Envelopes kept per thread (the admission engine re-bounds the same flows at every
 /// decision); cleared when it holds this many.
@@ -268,6 +320,7 @@ fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
     let e = Rc::new(Cached {
         env: Envelope::new(m)?,
         tilts: RefCell::new(HashMap::new()),
+        split: OnceCell::new(),
     });
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
@@ -289,6 +342,21 @@ impl Cached {
         let t = self.env.at(grid_theta(k));
         self.tilts.borrow_mut().insert(k, t);
         t
+    }
+
+    /// The flow with its heavy batches split off, `None` where it has none to split.
+    fn split(&self, m: &Mmpp) -> Option<&SplitPart> {
+        self.split
+            .get_or_init(|| {
+                let s = heavy::split(m, HEAVY_PER_S * m.step_s)?;
+                let light = cached_envelope(&s.light).ok()?;
+                Some(SplitPart {
+                    light,
+                    prob: s.prob,
+                    atoms: s.atoms,
+                })
+            })
+            .as_ref()
     }
 }
 
@@ -380,11 +448,30 @@ enum LumpSpec {
     Up(usize),
 }
 
+/// A walk's cross traffic that enters as lumps: the specs (relayed or window cross traffic)
+/// and the plan's upstream queues, with a typical window for choosing the upstream lumps' θ'.
+#[derive(Clone, Copy)]
+struct Cross<'c> {
+    specs: &'c [LumpSpec],
+    ups: &'c [UpSpec],
+    w_ref: f64,
+}
+
+impl Cross<'_> {
+    const NONE: Cross<'static> = Cross {
+        specs: &[],
+        ups: &[],
+        w_ref: 0.0,
+    };
+}
+
 /// A walk and its lumps prepared at one grid point.
 #[derive(Debug, Clone)]
 struct Prepared {
     walker: Walker,
     lumps: Vec<Lump>,
+    /// the heavy batches split off the walk's members
+    heavy: Option<heavy::Law>,
 }
 
 struct Analysis<'a> {
@@ -481,6 +568,23 @@ impl<'a> Analysis<'a> {
             p[i] = (o.rho, if palm { o.ln_kappa_palm? } else { o.ln_kappa });
         }
         Some(p)
+    }
+
+    /// Flow g's heavy batches split off, `None` where it has none to split.
+    fn split(&self, g: usize) -> Option<&SplitPart> {
+        self.env[g].split(self.net.flows[g].mmpp.as_ref()?)
+    }
+
+    /// Σ of the least ρ of `flows` at grid point k, with the heavy batches of those other than
+    /// `f` split off where they have any (the least the split bound can need).
+    fn rho_split(&self, flows: &[usize], k: i32, f: usize) -> Option<f64> {
+        flows.iter().try_fold(0.0, |acc, &g| {
+            let t = match self.split(g) {
+                Some(sp) if g != f => sp.light.at(k)?,
+                _ => self.tilt(g, k)?,
+            };
+            Some(acc + t.rho())
+        })
     }
 
     /// Σ of the least ρ of `flows` at grid point k.
@@ -613,10 +717,88 @@ impl<'a> Analysis<'a> {
 
     /// The bound of flow `f` at violation probability `epsilon`.
     /// Flow `f`'s delay [steps] at grid point `k`, `None` where no bound holds there.
+    /// The lesser of the bounds with and without the walk members' heavy batches split off.
     fn solve(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64) -> Option<f64> {
+        let plain = self.solve_variant(f, k, plan, ln_eps, false);
+        if !self.worth_splitting(f, plan, plain.map(|d| (d, k)), ln_eps) {
+            return plain;
+        }
+        match (plain, self.solve_variant(f, k, plan, ln_eps, true)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether the bound with heavy batches split off can be worth its cost: some walk member
+    /// has heavy batches; there is no plain bound, or at its delay d and grid point the
+    /// members' heavy batches cost it at least one nat (Σ over them of the least
+    /// ln κ + θρ(d + 1) of the whole flow less that of its light part) while fewer than 10·ε of
+    /// them are expected within d (more, and their chance alone keeps the split bound near
+    /// the plain one). Both bounds are valid; this only saves the second search where it
+    /// cannot gain much.
+    fn worth_splitting(
+        &self,
+        f: usize,
+        plan: &Plan,
+        plain: Option<(f64, i32)>,
+        ln_eps: f64,
+    ) -> bool {
+        let mut members: Vec<usize> = plan
+            .queues(f)
+            .concat()
+            .into_iter()
+            .filter(|&g| g != f && self.split(g).is_some())
+            .collect();
+        members.sort_unstable();
+        members.dedup();
+        if members.is_empty() {
+            return false;
+        }
+        let Some((d, k)) = plain else {
+            return true;
+        };
+        let theta = grid_theta(k);
+        let cost = |t: Option<Tilt>| -> Option<f64> {
+            let t = t?;
+            Some(
+                t.opts
+                    .iter()
+                    .map(|o| o.ln_kappa + theta * o.rho * (d + 1.0))
+                    .fold(f64::INFINITY, f64::min),
+            )
+        };
+        let expected: f64 = members
+            .iter()
+            .filter_map(|&g| self.split(g))
+            .map(|sp| sp.prob * (d + 1.0))
+            .sum();
+        if expected > 10.0 * ln_eps.exp() {
+            return false;
+        }
+        let mut price = 0.0;
+        for g in members {
+            let Some(sp) = self.split(g) else { continue };
+            match (cost(self.tilt(g, k)), cost(sp.light.at(k))) {
+                (Some(full), Some(light)) => price += full - light,
+                _ => return true,
+            }
+        }
+        price >= 1.0
+    }
+
+    /// Flow `f`'s delay [steps] at grid point `k` with the walk members' heavy batches split
+    /// off or not.
+    fn solve_variant(
+        &self,
+        f: usize,
+        k: i32,
+        plan: &Plan,
+        ln_eps: f64,
+        split: bool,
+    ) -> Option<f64> {
         match plan {
-            Plan::One { rate, high, same } => self.one_queue(f, k, *rate, high, same, ln_eps),
-            Plan::Two { .. } => self.two_queues(f, k, plan, ln_eps),
+            Plan::One { .. } => self.one_queue(f, k, plan, ln_eps, split),
+            Plan::Two { .. } => self.two_queues(f, k, plan, ln_eps, split),
         }
     }
 
@@ -647,7 +829,18 @@ impl<'a> Analysis<'a> {
     /// Whether the queues of flow `f`'s bound are stable at grid point `k` (a necessary
     /// condition for a bound there, monotone in `k`).
     fn stable(&self, f: usize, plan: &Plan, k: i32) -> bool {
-        let sum = |flows: &[usize]| self.rho(flows, k);
+        self.stable_variant(f, plan, k, false) || self.stable_variant(f, plan, k, true)
+    }
+
+    /// [`Analysis::stable`] for one variant.
+    fn stable_variant(&self, f: usize, plan: &Plan, k: i32, split: bool) -> bool {
+        let sum = |flows: &[usize]| {
+            if split {
+                self.rho_split(flows, k, f)
+            } else {
+                self.rho(flows, k)
+            }
+        };
         match (plan, &plan.queues(f)[..]) {
             (Plan::One { rate, .. }, [all]) => sum(all).is_some_and(|r| r <= *rate),
             (Plan::Two { c1, c2, .. }, [q1, q2]) => {
@@ -658,7 +851,8 @@ impl<'a> Analysis<'a> {
     }
 
     /// Flow `f`'s bound at violation probability `epsilon`, minimised over the θ grid, and
-    /// the θ of the minimum.
+    /// the θ of the minimum: the better of the scans without and with the walk members' heavy
+    /// batches split off (their grids reach different θ).
     fn flow_minimum(&self, f: usize, epsilon: f64) -> Result<(Bound, Option<f64>), CalculusError> {
         if !self.env[f].env.arrives() {
             // no arrival, no delay
@@ -666,13 +860,37 @@ impl<'a> Analysis<'a> {
         }
         let plan = self.plan(f)?;
         let ln_eps = epsilon.ln();
-        let solve = |k: i32| self.solve(f, k, &plan, ln_eps);
-        let stable = |k: i32| self.stable(f, &plan, k);
+        let mut best = self.scan(f, &plan, ln_eps, false);
+        if self.worth_splitting(f, &plan, best, ln_eps) {
+            if let Some((d, k)) = self.scan(f, &plan, ln_eps, true) {
+                if best.is_none_or(|(b, _)| d < b) {
+                    best = Some((d, k));
+                }
+            }
+        }
+        Ok(match best {
+            Some((steps, k)) => {
+                let bound = Bound::from_seconds(steps * self.step_s, || self.overload_reason(f));
+                let theta = bound.seconds().map(|_| grid_theta(k));
+                (bound, theta)
+            }
+            None => (Bound::Unbounded(self.overload_reason(f)), None),
+        })
+    }
+
+    /// The least bound [steps] over the θ grid of one variant, with the walk members' heavy
+    /// batches split off or not, and its grid point; `None` where no grid point has one.
+    fn scan(&self, f: usize, plan: &Plan, ln_eps: f64, split: bool) -> Option<(f64, i32)> {
+        let solve = |k: i32| self.solve_variant(f, k, plan, ln_eps, split);
+        let stable = |k: i32| self.stable_variant(f, plan, k, split);
         // the largest grid θ where the queues are stable (a necessary condition, monotone)
-        let involved = plan.involved(f);
-        let theta_sup = involved
+        let theta_sup = plan
+            .involved(f)
             .iter()
-            .map(|&g| self.env[g].env.theta_sup())
+            .map(|&g| match self.split(g) {
+                Some(sp) if split && g != f => sp.light.env.theta_sup(),
+                _ => self.env[g].env.theta_sup(),
+            })
             .fold(f64::INFINITY, f64::min);
         let top = if theta_sup.is_finite() {
             grid_at_least(theta_sup) - 1
@@ -688,7 +906,7 @@ impl<'a> Analysis<'a> {
             hi = lo;
             lo -= PER_OCTAVE as i32;
             if lo < top - 480 {
-                return Ok((Bound::Unbounded(self.overload_reason(f)), None));
+                return None;
             }
         }
         while hi - lo > 1 {
@@ -719,14 +937,7 @@ impl<'a> Analysis<'a> {
             }
             k -= 1;
         }
-        Ok(match best {
-            Some((steps, k)) => {
-                let bound = Bound::from_seconds(steps * self.step_s, || self.overload_reason(f));
-                let theta = bound.seconds().map(|_| grid_theta(k));
-                (bound, theta)
-            }
-            None => (Bound::Unbounded(self.overload_reason(f)), None),
-        })
+        best
     }
 
     /// Why flow `f` has no bound: the most loaded queue of its path.
@@ -769,10 +980,10 @@ impl<'a> Analysis<'a> {
         k: i32,
         members: &[(usize, Start, bool)],
         rate: f64,
-        specs: &[LumpSpec],
-        ups: &[UpSpec],
-        w_ref: f64,
+        cross: Cross,
+        split: bool,
     ) -> Option<Prepared> {
+        let Cross { specs, ups, w_ref } = cross;
         let theta = grid_theta(k);
         // dependency: a group with two or more flows anywhere in this walk and its lumps
         let mut count: HashMap<usize, usize> = HashMap::new();
@@ -820,11 +1031,34 @@ impl<'a> Analysis<'a> {
             rate,
             caps: Vec::new(),
         };
+        // independent members other than the analysed flow: their heavy batches split off
+        let mut parts: Vec<heavy::Part> = Vec::new();
         for &(g, start, palm) in members {
             if !dependent(g) {
-                walker.members.push((self.pair(g, k, palm)?, start));
+                let sp = if split && !palm { self.split(g) } else { None };
+                let pair = match sp {
+                    Some(sp) => {
+                        parts.push(heavy::Part {
+                            prob: sp.prob,
+                            atoms: &sp.atoms,
+                            from_zero: matches!(start, Start::Zero | Start::A),
+                        });
+                        let t = sp.light.at(k)?;
+                        [
+                            (t.opts[0].rho, t.opts[0].ln_kappa),
+                            (t.opts[1].rho, t.opts[1].ln_kappa),
+                        ]
+                    }
+                    None => self.pair(g, k, palm)?,
+                };
+                walker.members.push((pair, start));
             }
         }
+        let heavy = if parts.is_empty() {
+            None
+        } else {
+            Some(heavy::Law::new(&parts)?)
+        };
         let mut lumps = Vec::with_capacity(specs.len() + excess.len());
         for (i, &s) in specs.iter().enumerate() {
             let (kh, scale) = at(i);
@@ -852,7 +1086,11 @@ impl<'a> Analysis<'a> {
                 scale,
             });
         }
-        Some(Prepared { walker, lumps })
+        Some(Prepared {
+            walker,
+            lumps,
+            heavy,
+        })
     }
 
     /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
@@ -887,7 +1125,7 @@ impl<'a> Analysis<'a> {
             .collect();
         let mut best: Option<(f64, UpLump)> = None;
         for kt in k + 1..=k + 24 {
-            let Some(inner) = self.prepare(kt, &members, u.rate, &[], &[], w_ref) else {
+            let Some(inner) = self.prepare(kt, &members, u.rate, Cross::NONE, false) else {
                 // beyond p's stability or the MGFs' domain: larger θ' only get worse
                 break;
             };
@@ -929,31 +1167,39 @@ impl<'a> Analysis<'a> {
     // -----------------------------------------------------------------------------------------
     // one queue
 
-    fn one_queue(
-        &self,
-        f: usize,
-        k: i32,
-        rate: f64,
-        high: &[usize],
-        same: &[usize],
-        ln_eps: f64,
-    ) -> Option<f64> {
+    fn one_queue(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64, split: bool) -> Option<f64> {
+        let Plan::One { rate, high, same } = plan else {
+            return None;
+        };
+        let rate = *rate;
         let members: Vec<(usize, Start, bool)> = high
             .iter()
             .map(|&g| (g, Start::Zero, false))
             .chain(same.iter().map(|&g| (g, Start::M, false)))
             .chain([(f, Start::M, true)])
             .collect();
-        let prep = self.prepare(k, &members, rate, &[], &[], 0.0)?;
+        let prep = self.prepare(k, &members, rate, Cross::NONE, split)?;
+        if split && prep.heavy.is_none() {
+            return None;
+        }
         let theta = grid_theta(k);
         let lumps = lumps_value(&prep.lumps, 0.0)?;
         let ln_p = |d: f64| -> Option<f64> {
             let m = d.ceil();
             let st = Starts { m, a: 0.0, w: 0.0 };
-            let (walk, _) = prep
-                .walker
-                .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None)?;
-            Some(walk + lumps)
+            let (walk, choice) =
+                prep.walker
+                    .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None)?;
+            match &prep.heavy {
+                None => Some(walk + lumps),
+                Some(law) => {
+                    let light = heavy::Light {
+                        pieces: vec![(walk + lumps, theta * prep.walker.slack(&choice), m + 1.0)],
+                        tail: None,
+                    };
+                    heavy::ln_bound(&light, law, theta, m)
+                }
+            }
         };
         solve_delay(ln_p, ln_eps)
     }
@@ -961,7 +1207,7 @@ impl<'a> Analysis<'a> {
     // -----------------------------------------------------------------------------------------
     // two queues
 
-    fn two_queues(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64) -> Option<f64> {
+    fn two_queues(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64, split: bool) -> Option<f64> {
         let Plan::Two {
             c1,
             c2,
@@ -986,7 +1232,12 @@ impl<'a> Analysis<'a> {
         let single = specs.is_empty() && c2 >= c1;
         // q2's leftover gap at θ (per step): the blocks' terms fall at e^{−θ·gap} per step
         let q2_flows = plan.queues(f).pop().unwrap_or_default();
-        let gap = c2 - self.rho(&q2_flows, k)?;
+        let gap = c2
+            - if split {
+                self.rho_split(&q2_flows, k, f)?
+            } else {
+                self.rho(&q2_flows, k)?
+            };
         if gap.is_nan() || gap <= 0.0 {
             return None;
         }
@@ -998,7 +1249,20 @@ impl<'a> Analysis<'a> {
             .chain(x1_same.iter().map(|&g| (g, Start::MaxAm, false)))
             .chain(x1_high.iter().map(|&g| (g, Start::A, false)))
             .collect();
-        let prep = self.prepare(k, &members, c1, &specs, x2_up, tau_rule)?;
+        let prep = self.prepare(
+            k,
+            &members,
+            c1,
+            Cross {
+                specs: &specs,
+                ups: x2_up,
+                w_ref: tau_rule,
+            },
+            split,
+        )?;
+        if split && prep.heavy.is_none() {
+            return None;
+        }
         // the lumps depend on the window only, and the delay's solver asks for the same
         // windows again and again (whole blocks of the same τ): each is computed once
         let lumps_at: RefCell<HashMap<u64, Option<f64>>> = RefCell::new(HashMap::new());
@@ -1026,20 +1290,37 @@ impl<'a> Analysis<'a> {
                 let lumps = if single { 0.0 } else { lumps_in(w)? };
                 Some((walk, lumps, choice))
             };
+        let slack = |choice: &[u8]| theta * prep.walker.slack(choice);
         let ln_p = |d: f64| -> Option<f64> {
-            if single {
-                return block(d, 1.0, 0.0, None).map(|(w, l, _)| w + l);
-            }
             let m = d.ceil();
+            if single {
+                let (w, l, choice) = block(d, 1.0, 0.0, None)?;
+                return match &prep.heavy {
+                    None => Some(w + l),
+                    Some(law) => {
+                        let light = heavy::Light {
+                            pieces: vec![(w + l, slack(&choice), m + 1.0)],
+                            tail: None,
+                        };
+                        heavy::ln_bound(&light, law, theta, m)
+                    }
+                };
+            }
             // at most 32 blocks before t (any τ is valid)
             let tau = tau_rule.max(((m + 1.0) / 32.0).ceil());
             // blocks until t1's block is past t (the walk starts at a from then on), and one
             let b_last = ((m + 1.0) / tau).ceil() + 1.0;
             let mut terms = Vec::with_capacity(b_last as usize + 2);
+            let mut light = heavy::Light::default();
             let mut b = 0.0;
             let (last_walk, last_lumps, choice) = loop {
                 let (walk, lumps, choice) = block(d, tau, b, None)?;
                 terms.push(walk + lumps);
+                if prep.heavy.is_some() {
+                    light
+                        .pieces
+                        .push((walk + lumps, slack(&choice), (b * tau).max(m + 1.0)));
+                }
                 if b >= b_last {
                     break (walk, lumps, choice);
                 }
@@ -1052,6 +1333,16 @@ impl<'a> Analysis<'a> {
             let ln_r = next_walk - last_walk + growth * tau;
             if ln_r.is_nan() || ln_r >= 0.0 {
                 return None;
+            }
+            if let Some(law) = &prep.heavy {
+                light.tail = Some((
+                    last_walk + last_lumps + ln_r,
+                    ln_r,
+                    tau,
+                    (b + 1.0) * tau,
+                    slack(&choice),
+                ));
+                return heavy::ln_bound(&light, law, theta, m);
             }
             terms.push(last_walk + last_lumps + ln_r - (-ln_r.exp_m1()).ln());
             Some(log_sum_exp(&terms))

@@ -136,6 +136,19 @@ impl Walker {
     }
 }
 
+impl Walker {
+    /// The walk's rate less its members' growth rates under `choice` [work/step]: how fast the
+    /// walk's value falls per step of later start.
+    pub fn slack(&self, choice: &[u8]) -> f64 {
+        let slope: f64 = choice
+            .iter()
+            .enumerate()
+            .map(|(i, &o)| self.members[i].0[o as usize].0)
+            .sum();
+        self.rate - slope
+    }
+}
+
 /// An upstream queue's lump: its backlog plus its relayed flows' arrivals over the window.
 #[derive(Debug, Clone)]
 pub(super) struct UpLump {
