@@ -274,17 +274,8 @@ fn martingale_bounds_beside_rare_huge_batches_stay_near_the_exact_sojourn() {
         (light_beside(5, 0.05, rare_huge()), 2.0),
         (light_beside(10, 0.03, mixed_heavy()), 1.5),
     ] {
-        let parts: Vec<CompoundPoisson> = sources
-            .iter()
-            .map(|(l, s)| CompoundPoisson::new(*l, s).unwrap())
-            .collect();
-        let all = CompoundPoisson::superpose(&parts).unwrap();
         for p in [99.0, 99.9, 99.999] {
-            let eps = 1.0 - p / 100.0;
-            let sojourn = all
-                .sojourn_quantile(&parts[0], GBPS, eps, DEFAULT_CELLS)
-                .unwrap()
-                / GBPS;
+            let sojourn = exact_sojourn_s(&sources, p);
             let mart = one_queue_bound(&sources, p, Method::SncMartingale);
             assert!(
                 mart + STEP >= sojourn && mart <= most * sojourn,
@@ -292,4 +283,17 @@ fn martingale_bounds_beside_rare_huge_batches_stay_near_the_exact_sojourn() {
             );
         }
     }
+}
+
+/// The exact sojourn quantile [s] of the first source's batches at one FIFO queue fed by all.
+fn exact_sojourn_s(sources: &[(f64, SizeModel)], percentile: f64) -> f64 {
+    let parts: Vec<CompoundPoisson> = sources
+        .iter()
+        .map(|(l, s)| CompoundPoisson::new(*l, s).unwrap())
+        .collect();
+    let all = CompoundPoisson::superpose(&parts).unwrap();
+    let eps = 1.0 - percentile / 100.0;
+    all.sojourn_quantile(&parts[0], GBPS, eps, DEFAULT_CELLS)
+        .unwrap()
+        / GBPS
 }
