@@ -150,33 +150,26 @@ fn simulated_latency_never_exceeds_the_dnc_snc_meister_or_martingale_bound() {
         let scenario = tailbound_scenario::own::parse_toml(Path::new("soundness.toml"), &text)
             .unwrap_or_else(|e| panic!("case {case} (seed {seed}): {e}\n{text}"));
         let net = &scenario.network;
-        let replay =
-            Replay::new(net, scenario.replay_requests().unwrap(), scenario.works()).unwrap();
-        let sim = replay
-            .run(
-                &Plan::all(net),
-                Transmission::Chunked {
-                    mtu_bytes: ETHERNET_MTU_BYTES,
-                },
-                SLO_WINDOW_S,
-            )
-            .unwrap();
+        let simulate = |traffic| {
+            Replay::new(net, traffic, scenario.works())
+                .unwrap()
+                .run(
+                    &Plan::all(net),
+                    Transmission::Chunked {
+                        mtu_bytes: ETHERNET_MTU_BYTES,
+                    },
+                    SLO_WINDOW_S,
+                )
+                .unwrap()
+        };
+        let sim = simulate(scenario.replay_requests().unwrap());
         // the fitted models' own traffic, sampled: the calculus bounds the models, so a bound
         // below what they do is the calculus' fault, where a trace above it may be the fit's
         let sampled = (0..net.tenants.len())
             .map(|t| model_traffic(net, t, MODEL_S, seed ^ ((t as u64) << 32)))
             .collect::<Result<Vec<_>, _>>()
             .unwrap_or_else(|e| panic!("case {case} (seed {seed}): {e}\n{text}"));
-        let model = Replay::new(net, sampled, scenario.works())
-            .unwrap()
-            .run(
-                &Plan::all(net),
-                Transmission::Chunked {
-                    mtu_bytes: ETHERNET_MTU_BYTES,
-                },
-                SLO_WINDOW_S,
-            )
-            .unwrap();
+        let model = simulate(sampled);
         let dnc = bound_all(net, Method::Dnc, &opts).unwrap();
         let snc = bound_all(net, Method::SncMeister, &opts).unwrap();
         let mart = bound_all(net, Method::SncMartingale, &opts)
