@@ -9,7 +9,8 @@
 //! coarse union bound (in the spirit of Bouillard, "Stochastic network calculus with localized
 //! application of martingales", 2022). No I/O, no clock; nothing non-finite leaves it.
 //!
-//! * `chain`: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales.
+//! * `chain`: one flow's envelope at θ: ρ(θ), κ(θ), κ_palm(θ) of two supermartingales, and a
+//!   bound on its exponential moment over a window.
 //! * `heavy`: a flow's heavy batches split off, and the sum over the sets of them.
 //! * `walk`: Doob walks and lumps prepared at one θ as plain arrays.
 //! * this module: which flows a flow's bound involves, the bound of one queue and of a
@@ -111,6 +112,23 @@
 //! explicitly, then bounded by a geometric tail whose ratio bounds every later one.
 //! Without X2 (and C2 ≥ C1) the hand-off costs nothing: one Doob term.
 //!
+//! # Windows
+//!
+//! A walk member that starts counting w steps before the walk's Doob start (the higher levels'
+//! arrivals during the delay, the first queue's cross traffic before its block) pays κλ^w for
+//! them, its supermartingale's bound on E[e^{θA(w)}]. For the fitted chains, which stay ~10⁵
+//! steps in a state, the h ≡ 1 one pays the busiest state's rate for every step of the
+//! window, where the flow is in that state only a fraction π of the time: up to ln(1/π) nats
+//! too much per flow, and the lower levels sum that over every flow above them. With h ≡ 1
+//! the walk from the start on does not depend on the state there, so the member may pay any
+//! bound on E[e^{θA(w)}] instead: `chain::Window`'s, which conditions on the window's first
+//! state and on whether the chain leaves it (if it leaves, every step is bounded by the
+//! busiest state's moment). The same holds for a flow's window lump. The value is then no
+//! longer linear in the walk's start, which the two-queue bound's geometric tail of later
+//! blocks and the heavy batches' sum rely on: those take the supermartingales alone (the
+//! tail from the last block evaluated without windows, which bounds every later block as
+//! before).
+//!
 //! # Dependency groups
 //!
 //! Flows of one group may be adversarially correlated, so their martingales do not multiply.
@@ -191,7 +209,7 @@ mod chain;
 mod heavy;
 mod walk;
 
-pub use chain::{Envelope, Opt, Tilt, PEAK, PERRON};
+pub use chain::{Envelope, Opt, Tilt, Window, PEAK, PERRON};
 
 use walk::{lumps_growth, lumps_value, Lump, LumpKind, Pair, Start, Starts, UpLump, Walker};
 
@@ -246,6 +264,7 @@ pub(crate) fn bound_tenants(
 struct Cached {
     env: Envelope,
     tilts: RefCell<HashMap<i32, Option<Tilt>>>,
+    windows: RefCell<HashMap<i32, Option<Rc<Window>>>>,
     /// the flow with its heavy batches split off ([`heavy::split`] at [`HEAVY_PER_S`])
     split: OnceCell<Option<SplitPart>>,
 }
@@ -320,6 +339,7 @@ fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
     let e = Rc::new(Cached {
         env: Envelope::new(m)?,
         tilts: RefCell::new(HashMap::new()),
+        windows: RefCell::new(HashMap::new()),
         split: OnceCell::new(),
     });
     CACHE.with(|c| {
@@ -342,6 +362,16 @@ impl Cached {
         let t = self.env.at(grid_theta(k));
         self.tilts.borrow_mut().insert(k, t);
         t
+    }
+
+    /// The flow's window bound at grid point k (module docs, "Windows").
+    fn window(&self, k: i32) -> Option<Rc<Window>> {
+        if let Some(w) = self.windows.borrow().get(&k) {
+            return w.clone();
+        }
+        let w = self.env.window(grid_theta(k)).map(Rc::new);
+        self.windows.borrow_mut().insert(k, w.clone());
+        w
     }
 
     /// The flow with its heavy batches split off, `None` where it has none to split.
@@ -1051,7 +1081,10 @@ impl<'a> Analysis<'a> {
                     }
                     None => self.pair(g, k, palm)?,
                 };
-                walker.members.push((pair, start));
+                let win = (sp.is_none() && !palm)
+                    .then(|| self.env[g].window(k))
+                    .flatten();
+                walker.members.push((pair, start, win));
             }
         }
         let heavy = if parts.is_empty() {
@@ -1063,7 +1096,9 @@ impl<'a> Analysis<'a> {
         for (i, &s) in specs.iter().enumerate() {
             let (kh, scale) = at(i);
             let kind = match s {
-                LumpSpec::Window(g) => LumpKind::Window(self.pair(g, kh, false)?),
+                LumpSpec::Window(g) => {
+                    LumpKind::Window(self.pair(g, kh, false)?, self.env[g].window(kh))
+                }
                 LumpSpec::Up(u) => LumpKind::Up(Box::new(self.upstream(kh, &ups[u], w_ref)?)),
             };
             lumps.push(Lump {
@@ -1115,7 +1150,7 @@ impl<'a> Analysis<'a> {
             let p = self.pair(g, kh, false)?;
             let scale = theta / grid_theta(kh);
             window_growth += scale * grid_theta(kh) * p[0].0.max(p[1].0);
-            relayed.push((p, grid_theta(kh), scale));
+            relayed.push((p, grid_theta(kh), scale, self.env[g].window(kh)));
         }
         let members: Vec<(usize, Start, bool)> = u
             .relayed
@@ -1129,7 +1164,7 @@ impl<'a> Analysis<'a> {
                 // beyond p's stability or the MGFs' domain: larger θ' only get worse
                 break;
             };
-            let Some(inner_lumps) = lumps_value(&inner.lumps, 0.0) else {
+            let Some(inner_lumps) = lumps_value(&inner.lumps, 0.0, false) else {
                 break;
             };
             let mut rho_tail = 0.0;
@@ -1154,6 +1189,7 @@ impl<'a> Analysis<'a> {
                     scale: 1.0,
                 }],
                 w_ref,
+                false,
             ) else {
                 break;
             };
@@ -1183,13 +1219,16 @@ impl<'a> Analysis<'a> {
             return None;
         }
         let theta = grid_theta(k);
-        let lumps = lumps_value(&prep.lumps, 0.0)?;
+        let lumps = lumps_value(&prep.lumps, 0.0, false)?;
+        // window bounds make the value non-linear in the walk's start, which the heavy
+        // batches' sum relies on: they are used without heavy batches only
+        let windowed = prep.heavy.is_none();
         let ln_p = |d: f64| -> Option<f64> {
             let m = d.ceil();
             let st = Starts { m, a: 0.0, w: 0.0 };
             let (walk, choice) =
                 prep.walker
-                    .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None)?;
+                    .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None, windowed)?;
             match &prep.heavy {
                 None => Some(walk + lumps),
                 Some(law) => {
@@ -1265,36 +1304,46 @@ impl<'a> Analysis<'a> {
         }
         // the lumps depend on the window only, and the delay's solver asks for the same
         // windows again and again (whole blocks of the same τ): each is computed once
-        let lumps_at: RefCell<HashMap<u64, Option<f64>>> = RefCell::new(HashMap::new());
-        let lumps_in = |w: f64| -> Option<f64> {
+        let lumps_at: RefCell<HashMap<(u64, bool), Option<f64>>> = RefCell::new(HashMap::new());
+        let lumps_in = |w: f64, windowed: bool| -> Option<f64> {
             *lumps_at
                 .borrow_mut()
-                .entry(w.to_bits())
-                .or_insert_with(|| lumps_value(&prep.lumps, w))
+                .entry((w.to_bits(), windowed))
+                .or_insert_with(|| lumps_value(&prep.lumps, w, windowed))
         };
+        // window bounds make a block's value non-linear in its start and its lumps grow faster
+        // than their growth bound, which the later blocks' geometric tail and the heavy
+        // batches' sum rely on: they are used in the blocks summed one by one, without heavy
+        // batches
+        let windowed = prep.heavy.is_none();
         // one block: n1 ∈ [a, a + τ), X2 over [0, a + τ), X1 from a, Doob from max(a, m + 1)
-        let block =
-            |d: f64, tau: f64, b: f64, fixed: Option<&[u8]>| -> Option<(f64, f64, Vec<u8>)> {
-                let m = d.ceil();
-                let a = b * tau;
-                let w = a + tau;
-                let n1 = if c2 >= c1 { a } else { a + tau - 1.0 };
-                let st = Starts { m, a, w };
-                let (walk, choice) = prep.walker.eval(
-                    theta,
-                    a.max(m + 1.0),
-                    (c2 - c1) * n1 + c2 * (d - m),
-                    &st,
-                    fixed,
-                )?;
-                let lumps = if single { 0.0 } else { lumps_in(w)? };
-                Some((walk, lumps, choice))
-            };
+        let block = |d: f64,
+                     tau: f64,
+                     b: f64,
+                     fixed: Option<&[u8]>,
+                     windowed: bool|
+         -> Option<(f64, f64, Vec<u8>)> {
+            let m = d.ceil();
+            let a = b * tau;
+            let w = a + tau;
+            let n1 = if c2 >= c1 { a } else { a + tau - 1.0 };
+            let st = Starts { m, a, w };
+            let (walk, choice) = prep.walker.eval(
+                theta,
+                a.max(m + 1.0),
+                (c2 - c1) * n1 + c2 * (d - m),
+                &st,
+                fixed,
+                windowed,
+            )?;
+            let lumps = if single { 0.0 } else { lumps_in(w, windowed)? };
+            Some((walk, lumps, choice))
+        };
         let slack = |choice: &[u8]| theta * prep.walker.slack(choice);
         let ln_p = |d: f64| -> Option<f64> {
             let m = d.ceil();
             if single {
-                let (w, l, choice) = block(d, 1.0, 0.0, None)?;
+                let (w, l, choice) = block(d, 1.0, 0.0, None, windowed)?;
                 return match &prep.heavy {
                     None => Some(w + l),
                     Some(law) => {
@@ -1313,8 +1362,8 @@ impl<'a> Analysis<'a> {
             let mut terms = Vec::with_capacity(b_last as usize + 2);
             let mut light = heavy::Light::default();
             let mut b = 0.0;
-            let (last_walk, last_lumps, choice) = loop {
-                let (walk, lumps, choice) = block(d, tau, b, None)?;
+            let last = loop {
+                let (walk, lumps, choice) = block(d, tau, b, None, windowed)?;
                 terms.push(walk + lumps);
                 if prep.heavy.is_some() {
                     light
@@ -1326,9 +1375,15 @@ impl<'a> Analysis<'a> {
                 }
                 b += 1.0;
             };
-            // every later block with the last block's supermartingales: the walk part
-            // changes linearly, the lumps grow at most at their growth bound
-            let (next_walk, _, _) = block(d, tau, b + 1.0, Some(&choice))?;
+            // every later block with the last block's supermartingales, without window
+            // bounds: the walk part changes linearly, the lumps grow at most at their growth
+            // bound
+            let (last_walk, last_lumps, choice) = if windowed {
+                block(d, tau, b, None, false)?
+            } else {
+                last
+            };
+            let (next_walk, _, _) = block(d, tau, b + 1.0, Some(&choice), false)?;
             let growth = lumps_growth(&prep.lumps, (b + 1.0) * tau)?;
             let ln_r = next_walk - last_walk + growth * tau;
             if ln_r.is_nan() || ln_r >= 0.0 {

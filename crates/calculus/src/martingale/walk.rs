@@ -5,7 +5,8 @@
 //! docs); its value is the log of the bound, split into the walk part
 //! ln Π κ_g − θ[rate·n_s − Σ ρ_g (n_s − s_g) + c] and the lumps' ln E[e^{θ·lumps}].
 
-use super::{ln_tail_integral, log_sum_exp};
+use super::{ln_tail_integral, log_sum_exp, Window, PEAK};
+use std::rc::Rc;
 
 /// A flow's two supermartingales at one grid point: (ρ [work/step], ln κ) each, in the order
 /// of [`super::Tilt::opts`].
@@ -46,11 +47,15 @@ impl Starts {
     }
 }
 
+/// A walk member: its supermartingales, where it starts, and its window bound where it may pay
+/// that for the steps before the walk's start instead (parent module docs, "Windows").
+pub(super) type Member = (Pair, Start, Option<Rc<Window>>);
+
 /// A Doob walk's independent members, and the capacity its dependent members took (they are
 /// lumps of the walk's owner).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Walker {
-    pub members: Vec<(Pair, Start)>,
+    pub members: Vec<Member>,
     /// the walk's rate less the dependent members' capacities [work/step]
     pub rate: f64,
     /// (capacity, start) of each dependent member: the crossing level rises by cap·start
@@ -59,7 +64,9 @@ pub(super) struct Walker {
 
 impl Walker {
     /// The walk part of the value at θ for a crossing at N ≥ `n_s` above rate·N + `c`, with
-    /// each member's supermartingale chosen (or `fixed`), and the choices. `None` when the
+    /// each member's supermartingale chosen (or `fixed`), and the choices; with `windowed`, a
+    /// member's h ≡ 1 supermartingale pays the lesser of κλ'^w and its window bound for its
+    /// w steps before `n_s` (the value is then no longer linear in `n_s`). `None` when the
     /// walk is unstable or a member starts after `n_s`.
     pub fn eval(
         &self,
@@ -68,22 +75,26 @@ impl Walker {
         c: f64,
         st: &Starts,
         fixed: Option<&[u8]>,
+        windowed: bool,
     ) -> Option<(f64, Vec<u8>)> {
         if self.rate.is_nan() || self.rate <= 0.0 {
             return None;
         }
-        let mut weight = Vec::with_capacity(self.members.len());
-        for (_, s) in &self.members {
+        // what each member pays under each of its supermartingales
+        let mut costs: Vec<[f64; 2]> = Vec::with_capacity(self.members.len());
+        for (pair, s, win) in &self.members {
             let s = st.of(*s);
             if s > n_s {
                 return None;
             }
-            weight.push(n_s - s);
+            let weight = n_s - s;
+            let mut c = pair.map(|(rho, ln_k)| ln_k + theta * rho * weight);
+            if let (Some(win), true) = (win, windowed) {
+                c[PEAK] = c[PEAK].min(win.ln_mgf(weight));
+            }
+            costs.push(c);
         }
-        let cost = |i: usize, o: usize| {
-            let (rho, ln_k) = self.members[i].0[o];
-            ln_k + theta * rho * weight[i]
-        };
+        let cost = |i: usize, o: usize| costs[i][o];
         let choice: Vec<u8> = match fixed {
             Some(f) if f.len() == self.members.len() => f.to_vec(),
             Some(_) => return None,
@@ -120,18 +131,16 @@ impl Walker {
                 choice
             }
         };
-        let (mut ln_k, mut drift, mut slope) = (0.0, 0.0, 0.0);
+        let (mut paid, mut slope) = (0.0, 0.0);
         for (i, &o) in choice.iter().enumerate() {
-            let (rho, k) = self.members[i].0[o as usize];
-            ln_k += k;
-            drift += rho * weight[i];
-            slope += rho;
+            paid += cost(i, o as usize);
+            slope += self.members[i].0[o as usize].0;
         }
         if self.rate < slope {
             return None;
         }
         let lift: f64 = self.caps.iter().map(|(cap, s)| cap * st.of(*s)).sum();
-        let v = ln_k - theta * (self.rate * n_s - drift + c + lift);
+        let v = paid - theta * (self.rate * n_s + c + lift);
         v.is_finite().then_some((v, choice))
     }
 }
@@ -152,8 +161,9 @@ impl Walker {
 /// An upstream queue's lump: its backlog plus its relayed flows' arrivals over the window.
 #[derive(Debug, Clone)]
 pub(super) struct UpLump {
-    /// the relayed flows' windows: (pair at their grid point, θ there, Hölder scale)
-    pub relayed: Vec<(Pair, f64, f64)>,
+    /// the relayed flows' windows: (pair at their grid point, θ there, Hölder scale, window
+    /// bound there)
+    pub relayed: Vec<(Pair, f64, f64, Option<Rc<Window>>)>,
     /// the queue's own walk at θ': relayed flows from 0, the others from the window's end
     pub inner: Walker,
     /// ln E of the inner walk's own lumps (its dependent members)
@@ -179,16 +189,18 @@ impl UpLump {
             -self.rate * w,
             &Starts { m: 0.0, a: 0.0, w },
             None,
+            false,
         )?;
         Some(walk + self.inner_lumps)
     }
 
-    /// ln E[e^{θ L}] for a window of `w` steps (parent module docs, "Two queues").
-    fn value(&self, theta: f64, w: f64) -> Option<f64> {
+    /// ln E[e^{θ L}] for a window of `w` steps (parent module docs, "Two queues"), the relayed
+    /// windows' window bounds used if `windowed`.
+    fn value(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
         let ln_r: f64 = self
             .relayed
             .iter()
-            .map(|(p, th, scale)| scale * window(p, *th, w))
+            .map(|(p, th, scale, win)| scale * window(p, win, *th, w, windowed))
             .sum();
         let ln_i = ln_tail_integral(self.ln_util, self.ln_g(w)?, theta, self.theta_tail);
         let v = log_sum_exp(&[ln_r, ln_i]);
@@ -217,17 +229,23 @@ impl UpLump {
     }
 }
 
-/// ln of the least of the supermartingales' bounds on E[e^{θ A}] over a window of `w` steps.
-fn window(p: &Pair, theta: f64, w: f64) -> f64 {
-    p.iter()
+/// ln of the least of the supermartingales' bounds on E[e^{θ A}] over a window of `w` steps,
+/// and of the window bound if `windowed`.
+fn window(p: &Pair, win: &Option<Rc<Window>>, theta: f64, w: f64, windowed: bool) -> f64 {
+    let walk = p
+        .iter()
         .map(|(rho, ln_k)| ln_k + theta * rho * w)
-        .fold(f64::INFINITY, f64::min)
+        .fold(f64::INFINITY, f64::min);
+    match win {
+        Some(win) if windowed => walk.min(win.ln_mgf(w)),
+        _ => walk,
+    }
 }
 
 #[derive(Debug, Clone)]
 pub(super) enum LumpKind {
-    /// a flow's arrivals over the window
-    Window(Pair),
+    /// a flow's arrivals over the window, and its window bound
+    Window(Pair, Option<Rc<Window>>),
     Up(Box<UpLump>),
     /// a dependent member's excess over its capacity: ln E, fixed
     Const(f64),
@@ -242,14 +260,15 @@ pub(super) struct Lump {
     pub scale: f64,
 }
 
-/// ln E[e^{θ Σ lumps}] for a window of `w` steps.
-pub(super) fn lumps_value(lumps: &[Lump], w: f64) -> Option<f64> {
+/// ln E[e^{θ Σ lumps}] for a window of `w` steps, flows' window bounds used if `windowed`
+/// (the value then grows faster than [`lumps_growth`] may say).
+pub(super) fn lumps_value(lumps: &[Lump], w: f64, windowed: bool) -> Option<f64> {
     let mut total = 0.0;
     for l in lumps {
         total += l.scale
             * match &l.kind {
-                LumpKind::Window(p) => window(p, l.theta_at, w),
-                LumpKind::Up(u) => u.value(l.theta_at, w)?,
+                LumpKind::Window(p, win) => window(p, win, l.theta_at, w, windowed),
+                LumpKind::Up(u) => u.value(l.theta_at, w, windowed)?,
                 LumpKind::Const(v) => *v,
             };
     }
@@ -263,7 +282,7 @@ pub(super) fn lumps_growth(lumps: &[Lump], w: f64) -> Option<f64> {
     for l in lumps {
         g += l.scale
             * match &l.kind {
-                LumpKind::Window(p) => l.theta_at * p[0].0.max(p[1].0),
+                LumpKind::Window(p, _) => l.theta_at * p[0].0.max(p[1].0),
                 LumpKind::Up(u) => u.growth(l.theta_at, w)?,
                 LumpKind::Const(_) => 0.0,
             };
