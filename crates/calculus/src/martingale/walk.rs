@@ -3,7 +3,9 @@
 //!
 //! A walk stands for P(∃N ≥ n_s: Σ_members S_g[s_g, N) + Σ lumps > rate·N + c) (parent module
 //! docs); its value is the log of the bound, split into the walk part
-//! ln Π κ_g − θ[rate·n_s − Σ ρ_g (n_s − s_g) + c] and the lumps' ln E[e^{θ·lumps}].
+//! ln Π κ_g − θ[rate·n_s − Σ ρ_g (n_s − s_g) + c] and the lumps' ln E[e^{θ·lumps}]; where
+//! window bounds are used, a member's ln κ_g + θρ_g(n_s − s_g) may be its window bound instead
+//! (parent module docs, "Windows").
 
 use super::{ln_tail_integral, log_sum_exp, Window, PEAK};
 use std::rc::Rc;
