@@ -106,18 +106,60 @@ fn a_port_in_use_is_a_clear_error() {
     );
 }
 
+/// A loopback TCP port held by a socket that is bound but never listens, closed on drop:
+/// connecting to it is refused, and no other socket (a server of a test running beside this
+/// one) can take the port meanwhile, as it could a port found by binding and dropping.
+struct RefusingPort {
+    fd: libc::c_int,
+    addr: std::net::SocketAddr,
+}
+
+impl RefusingPort {
+    fn new() -> RefusingPort {
+        // SAFETY: plain socket calls on a descriptor this struct owns, with a zeroed
+        // sockaddr_in of the size passed
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let mut sa: libc::sockaddr_in = std::mem::zeroed();
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr = libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            };
+            let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let sap = &mut sa as *mut libc::sockaddr_in as *mut libc::sockaddr;
+            let bound = libc::bind(fd, sap, len);
+            assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+            let named = libc::getsockname(fd, sap, &mut len);
+            assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+            let port = u16::from_be(sa.sin_port);
+            RefusingPort {
+                fd,
+                addr: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
+            }
+        }
+    }
+}
+
+impl Drop for RefusingPort {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is ours and closed once
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}
+
 #[test]
 fn a_missing_server_is_a_connect_error_not_a_hang() {
-    // Bind and drop to find a port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // regression: a port found by binding and dropping a listener was taken by a server of a
+    // test running beside this one, which then reset the connection
+    let port = RefusingPort::new();
     let s = spec(Protocol::Tcp, IoMode::Blocking, Load::ClosedLoop);
     let err = tailbound_dataplane::probe::client::run(
         &s,
         &tailbound_dataplane::probe::client::ClientConfig {
-            server: port,
+            server: port.addr,
             netns: None,
             cpus: vec![],
             timeout_s: 1.0,
