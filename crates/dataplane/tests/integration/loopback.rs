@@ -110,17 +110,20 @@ fn a_port_in_use_is_a_clear_error() {
 /// connecting to it is refused, and no other socket (a server of a test running beside this
 /// one) can take the port meanwhile, as it could a port found by binding and dropping.
 struct RefusingPort {
-    fd: libc::c_int,
+    _fd: std::os::fd::OwnedFd,
     addr: std::net::SocketAddr,
 }
 
 impl RefusingPort {
     fn new() -> RefusingPort {
-        // SAFETY: plain socket calls on a descriptor this struct owns, with a zeroed
-        // sockaddr_in of the size passed
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        // SAFETY: a new descriptor, owned (and closed) by the OwnedFd; plain socket calls on it
+        // with a zeroed sockaddr_in of the size passed
         unsafe {
-            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let raw = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+            let owned = OwnedFd::from_raw_fd(raw);
+            let fd = owned.as_raw_fd();
             let mut sa: libc::sockaddr_in = std::mem::zeroed();
             sa.sin_family = libc::AF_INET as libc::sa_family_t;
             sa.sin_addr = libc::in_addr {
@@ -134,18 +137,9 @@ impl RefusingPort {
             assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
             let port = u16::from_be(sa.sin_port);
             RefusingPort {
-                fd,
+                _fd: owned,
                 addr: std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)),
             }
-        }
-    }
-}
-
-impl Drop for RefusingPort {
-    fn drop(&mut self) {
-        // SAFETY: the descriptor is ours and closed once
-        unsafe {
-            libc::close(self.fd);
         }
     }
 }
