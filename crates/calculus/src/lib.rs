@@ -233,8 +233,9 @@ pub struct HintedBound {
 /// missing ones have none) at the hint's θs under the SNC analyses with [`ThetaSearch::Brent`]
 /// and under the martingale analysis (at the θ grid point nearest the hint's): a tenant whose
 /// bound evaluated exactly there (every bound at any θ where it is defined is a valid one) is
-/// within the hint's budget keeps that bound, possibly looser than its minimum; any
-/// other is minimised as [`bound`] does. A caller that only needs to know whether bounds
+/// within the hint's budget keeps that bound, possibly looser than its minimum (the martingale
+/// analysis only checks that its last flow's delay fits in what the others leave of the
+/// budget, and gives that rest as the flow's bound); any other is minimised as [`bound`] does. A caller that only needs to know whether bounds
 /// stay within budgets (admission control re-checking admitted tenants) saves the θ
 /// search of every tenant that still meets its budget at its last θ.
 ///

@@ -1,6 +1,7 @@
 //! The per-tenant loop of the analyses whose bounds are minima over θ (SNC's and the
 //! martingale's): each tenant with a [`Hint`] is first bounded at its hint's θs, which is a
-//! valid bound wherever it is defined, and kept when within the hint's budget; any other is
+//! valid bound wherever it is defined, and kept when within the hint's budget (its last flow
+//! only needs to fit in what the others leave, [`OverTheta::flow_within_at`]); any other is
 //! minimised over θ ([`crate::bound_hinted`]).
 
 use crate::{effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound};
@@ -25,6 +26,21 @@ pub(crate) trait OverTheta {
         epsilon: f64,
         theta: f64,
     ) -> Result<Option<f64>, CalculusError>;
+
+    /// A bound [s] of flow `f` at `theta` that is at most `limit_s`, `None` where its bound
+    /// there is undefined or above the limit. An analysis that can tell whether a delay is
+    /// within the limit more cheaply than it computes the bound may return the limit itself.
+    fn flow_within_at(
+        &mut self,
+        f: usize,
+        epsilon: f64,
+        theta: f64,
+        limit_s: f64,
+    ) -> Result<Option<f64>, CalculusError> {
+        Ok(self
+            .flow_bound_at(f, epsilon, theta)?
+            .filter(|&s| s <= limit_s))
+    }
 }
 
 /// The bounds of `tenants` in that order under `an`, each handed to `each` until it breaks;
@@ -94,20 +110,22 @@ fn at_hint(
     if hint.thetas.len() != spec.flows.len() {
         return Ok(None);
     }
+    let last = spec.flows.len().saturating_sub(1);
     let mut flows = Vec::with_capacity(spec.flows.len());
     let mut total = 0.0;
-    for (&f, &theta) in spec.flows.iter().zip(&hint.thetas) {
-        let Some(seconds) = an.flow_bound_at(f, epsilon, theta)? else {
+    for (i, (&f, &theta)) in spec.flows.iter().zip(&hint.thetas).enumerate() {
+        let left = hint.budget_s - total;
+        // the last flow only has to fit in what the others leave of the budget
+        let seconds = if i == last {
+            an.flow_within_at(f, epsilon, theta, left)?
+        } else {
+            an.flow_bound_at(f, epsilon, theta)?
+        };
+        // within what is left (a NaN budget admits nothing)
+        let Some(seconds) = seconds.filter(|&s| s <= left) else {
             return Ok(None);
         };
         total += seconds;
-        // a NaN budget admits nothing
-        if !matches!(
-            total.partial_cmp(&hint.budget_s),
-            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
-        ) {
-            return Ok(None);
-        }
         flows.push(FlowBound {
             flow: f,
             name: net.flows[f].name.clone(),

@@ -179,21 +179,27 @@
 //!
 //! θ runs over the grid 2^{k/8} [1/work] (envelopes are cached per grid point, shared by every
 //! bound of an analysis and, per thread, across analyses): every grid point down from the
-//! largest θ where the queues are stable, until 10 in a row are no better than the best. On the
-//! production traces the two-queue bound is a sawtooth of rising teeth in θ (up to ~6 grid
-//! points long; it jumps where one of the bound's discrete choices changes: the whole-step
-//! block length, the upstream's θ' grid point, the walk's supermartingales), and the scan finds
-//! the floor of the lowest tooth: on the admission experiment's 4 950 searches (seeds 1–3, two
-//! runs each) it is the least of the 241 grid points below the largest stable one every time
-//! (and on the 1 500 of seed 1's first three runs again after the upstream lumps' θ' rule below
-//! changed), which is what lets a θ hint ([`crate::bound_hinted`]) save the search without
-//! changing a decision. Per θ the block length τ makes θ·τ·gap ≈ 1 for q2's leftover gap (at
-//! most 32 blocks before t), each upstream's θ' is the grid point that minimises its lump at a
-//! window of one block plus half the flow's SLO (the terms of the blocks whose window is about
+//! largest θ where the queues are stable, until 4 in a row are no better than the best. On the
+//! production traces the two-queue bound is a sawtooth of rising teeth in θ (it jumps where one
+//! of the bound's discrete choices changes: the whole-step block length, the upstream's θ' grid
+//! point, the walk's supermartingales), and the scan finds the floor of the lowest tooth: on
+//! the admission experiment's searches of seeds 1–3 (two runs each, 5 573 scans) continued
+//! until 40 in a row were no better, no scan without heavy batches split off found a better
+//! point after more than 3 in a row, and two of those with them (of 1 773 on seed 3) did after
+//! 28 and 30, which the patience of 10 used before missed as well. So a θ hint
+//! ([`crate::bound_hinted`]) saves the search without changing a decision. Per θ the block
+//! length τ makes θ·τ·gap ≈ 1 for q2's leftover gap (at most 32 blocks before t), each
+//! upstream's θ' is the grid point that minimises its lump at a window of one block plus half
+//! the flow's SLO, rounded to a quarter octave (the terms of the blocks whose window is about
 //! the delay dominate the sum, and the delays that decide an admission are near the SLO: on the
 //! admission experiment's first run of seed 1, choosing θ' at one block instead left the 98
-//! flows' bounds 1.16× as large in the geometric mean, up to 1.9×), and d solves P(delay > d) =
-//! ε by regula falsi (to 0.1%, from above), computing each window's lumps once per grid point.
+//! flows' bounds 1.16× as large in the geometric mean, up to 1.9×; the rounding lets bounds
+//! whose second queue differs a little share the lump, which is kept per thread by its inputs,
+//! [`UpKey`]), and d is the least point of a grid 0.1% apart with P(delay > d) ≤ ε
+//! ([`solve_delay`], searched from half the SLO wherever it is solved, so that a hint's check
+//! and a search at the same grid point give the same delay), computing each window's lumps once per grid point. A hint's check asks of a
+//! tenant's last flow only whether its delay fits in what the others leave of the budget: one
+//! evaluation ([`Goal::Within`]).
 //! Any θ, τ and θ' give a valid bound; the search only makes it small.
 //!
 //! # Limits
@@ -232,6 +238,12 @@ const PER_OCTAVE: f64 = 8.0;
 /// θ of grid point k [1/work].
 fn grid_theta(k: i32) -> f64 {
     (k as f64 / PER_OCTAVE).exp2()
+}
+
+/// The grid point nearest θ, `None` for θ far off the grid (or not finite and positive).
+fn grid_point(theta: f64) -> Option<i32> {
+    let k = (theta.log2() * PER_OCTAVE).round();
+    (-1e6..=1e6).contains(&k).then_some(k as i32)
 }
 
 /// The least grid point at or above θ.
@@ -294,16 +306,53 @@ type Cache = (usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>);
 
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
+    static UPSTREAM: RefCell<HashMap<UpKey, Option<UpLump>>> = RefCell::new(HashMap::new());
 }
 
-/// Empties this thread's envelope cache (for benchmarks of a first decision; results never
-/// depend on the cache).
+/// Upstream lumps kept per thread (a decision re-bounds most of the last one's flows at the
+/// same grid points); cleared when it holds this many.
+const UPSTREAM_LIMIT: usize = 16384;
+
+/// What an upstream queue's lump ([`Analysis::upstream`]) is a function of: the grid point,
+/// the window its θ' is chosen at, the queue's rate and utilisation, and its relayed and other
+/// flows in order, each by its envelope (the cache's, held so that its address is not reused)
+/// and its dependency group (numbered by first appearance).
+#[derive(PartialEq, Eq, Hash)]
+struct UpKey {
+    k: i32,
+    w_ref: u64,
+    rate: u64,
+    util: u64,
+    relayed: Vec<(ByAddress, Option<usize>)>,
+    others: Vec<(ByAddress, Option<usize>)>,
+}
+
+/// An envelope compared and hashed by its address.
+struct ByAddress(Rc<Cached>);
+
+impl PartialEq for ByAddress {
+    fn eq(&self, other: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for ByAddress {}
+
+impl Hash for ByAddress {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        Rc::as_ptr(&self.0).hash(h);
+    }
+}
+
+/// Empties this thread's envelope and upstream lump caches (for benchmarks of a first
+/// decision; results never depend on the caches).
 pub fn clear_cache() {
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         c.0 = 0;
         c.1.clear();
     });
+    UPSTREAM.with(|c| c.borrow_mut().clear());
 }
 
 fn fingerprint(m: &Mmpp) -> u64 {
@@ -502,6 +551,27 @@ impl Cross<'_> {
 /// The upstream lumps' θ' is chosen at a window of one block plus this fraction of the
 /// analysed flow's SLO (module docs, "Search").
 const LUMP_WINDOW_OF_SLO: f64 = 0.5;
+
+/// What a solve at one grid point asks for.
+#[derive(Debug, Clone, Copy)]
+enum Goal {
+    /// the least delay [steps] on [`solve_delay`]'s grid whose violation probability is at
+    /// most ε, searched from a delay near it
+    Least(f64),
+    /// whether a delay of this many steps is violated with probability at most ε: the delay
+    /// itself if so (a valid bound), `None` if not (one evaluation)
+    Within(f64),
+}
+
+impl Goal {
+    /// The goal, given the violation probability ln_p(d) of a delay d [steps].
+    fn reach(self, ln_p: impl Fn(f64) -> Option<f64>, ln_eps: f64) -> Option<f64> {
+        match self {
+            Goal::Least(near) => solve_delay(ln_p, ln_eps, Some(near)),
+            Goal::Within(d) => ln_p(d).filter(|&v| v <= ln_eps).map(|_| d),
+        }
+    }
+}
 
 /// A walk and its lumps prepared at one grid point.
 #[derive(Debug, Clone)]
@@ -753,15 +823,26 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// The bound of flow `f` at violation probability `epsilon`.
-    /// Flow `f`'s delay [steps] at grid point `k`, `None` where no bound holds there.
-    /// The lesser of the bounds with and without the walk members' heavy batches split off.
-    fn solve(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64) -> Option<f64> {
-        let plain = self.solve_variant(f, k, plan, ln_eps, false);
+    /// Flow `f`'s delay [steps] at grid point `k`, `None` where no bound holds there: the
+    /// lesser of the bounds with and without the walk members' heavy batches split off; under
+    /// [`Goal::Within`] the limit itself where that bound is within it (`None` otherwise).
+    fn solve(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64, goal: Goal) -> Option<f64> {
+        if let Goal::Within(limit) = goal {
+            // one evaluation of the plain bound usually settles it; otherwise the least
+            // bound decides, as if there were no limit
+            if let Some(d) = self.solve_variant(f, k, plan, ln_eps, false, goal) {
+                return Some(d);
+            }
+            return self
+                .solve(f, k, plan, ln_eps, Goal::Least(limit))
+                .filter(|&d| d <= limit)
+                .map(|_| limit);
+        }
+        let plain = self.solve_variant(f, k, plan, ln_eps, false, goal);
         if !self.worth_splitting(f, plan, plain.map(|d| (d, k)), ln_eps) {
             return plain;
         }
-        match (plain, self.solve_variant(f, k, plan, ln_eps, true)) {
+        match (plain, self.solve_variant(f, k, plan, ln_eps, true, goal)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -825,7 +906,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// Flow `f`'s delay [steps] at grid point `k` with the walk members' heavy batches split
-    /// off or not.
+    /// off or not, as `goal` asks.
     fn solve_variant(
         &self,
         f: usize,
@@ -833,16 +914,24 @@ impl<'a> Analysis<'a> {
         plan: &Plan,
         ln_eps: f64,
         split: bool,
+        goal: Goal,
     ) -> Option<f64> {
         match plan {
-            Plan::One { .. } => self.one_queue(f, k, plan, ln_eps, split),
-            Plan::Two { .. } => self.two_queues(f, k, plan, ln_eps, split),
+            Plan::One { .. } => self.one_queue(f, k, plan, ln_eps, split, goal),
+            Plan::Two { .. } => self.two_queues(f, k, plan, ln_eps, split, goal),
         }
     }
 
     /// Flow `f`'s bound [s] at `theta`'s grid point (no search), `None` where its queues are
-    /// not stable there or no bound holds.
-    fn bound_at(&self, f: usize, epsilon: f64, theta: f64) -> Result<Option<f64>, CalculusError> {
+    /// not stable there or no bound holds; with a limit [s], the limit itself where the bound
+    /// is within it and `None` where it is not.
+    fn bound_at(
+        &self,
+        f: usize,
+        epsilon: f64,
+        theta: f64,
+        limit_s: Option<f64>,
+    ) -> Result<Option<f64>, CalculusError> {
         if !self.env[f].env.arrives() {
             return Ok(Some(0.0));
         }
@@ -850,18 +939,27 @@ impl<'a> Analysis<'a> {
             return Ok(None);
         }
         let plan = self.plan(f)?;
-        let k = (theta.log2() * PER_OCTAVE).round();
-        if !(-1e6..=1e6).contains(&k) {
+        let Some(k) = grid_point(theta) else {
             return Ok(None);
-        }
-        let k = k as i32;
+        };
         if !self.stable(f, &plan, k) {
             return Ok(None);
         }
-        Ok(self
-            .solve(f, k, &plan, epsilon.ln())
-            .map(|steps| steps * self.step_s)
-            .filter(|s| s.is_finite()))
+        // no limit, or an infinite one: the bound itself
+        let limit_s = limit_s.filter(|s| *s != f64::INFINITY);
+        let goal = match limit_s {
+            Some(s) if s.is_finite() && s >= 0.0 => Goal::Within(s / self.step_s),
+            Some(_) => return Ok(None),
+            None => Goal::Least(self.near(f)),
+        };
+        let steps = self.solve(f, k, &plan, epsilon.ln(), goal);
+        Ok(match limit_s {
+            // the limit as given (a round trip through steps may round it up)
+            Some(s) => steps.map(|_| s),
+            None => steps
+                .map(|steps| steps * self.step_s)
+                .filter(|s| s.is_finite()),
+        })
     }
 
     /// Whether the queues of flow `f`'s bound are stable at grid point `k` (a necessary
@@ -919,7 +1017,8 @@ impl<'a> Analysis<'a> {
     /// The least bound [steps] over the θ grid of one variant, with the walk members' heavy
     /// batches split off or not, and its grid point; `None` where no grid point has one.
     fn scan(&self, f: usize, plan: &Plan, ln_eps: f64, split: bool) -> Option<(f64, i32)> {
-        let solve = |k: i32| self.solve_variant(f, k, plan, ln_eps, split);
+        let solve =
+            |k: i32| self.solve_variant(f, k, plan, ln_eps, split, Goal::Least(self.near(f)));
         let stable = |k: i32| self.stable_variant(f, plan, k, split);
         // the largest grid θ where the queues are stable (a necessary condition, monotone)
         let theta_sup = plan
@@ -959,12 +1058,31 @@ impl<'a> Analysis<'a> {
         // better than the best: the bound is a sawtooth of rising teeth (module docs,
         // "Search"), whose floors a coarser scan misses, and then a θ hint
         // (`crate::bound_hinted`) could meet a budget that the search says is missed
-        const PATIENCE: i32 = 10;
+        const PATIENCE: i32 = 4;
         let mut best: Option<(f64, i32)> = None;
         let mut worse = 0;
         let mut k = lo;
         while k > lo - 240 && worse < PATIENCE {
-            match (solve(k), best) {
+            // once there is a best, a point is better only where its least delay lies below
+            // the best's grid point (`solve_delay`): whether the grid point below is within
+            // takes one evaluation, and only a point that passes is solved
+            let at = match best {
+                Some((b, _)) => {
+                    let j = delay_index_at_least(b);
+                    let below = delay_point(j - 1.0);
+                    let better = j > 0.0
+                        && self
+                            .solve_variant(f, k, plan, ln_eps, split, Goal::Within(below))
+                            .is_some();
+                    if better {
+                        solve(k)
+                    } else {
+                        None
+                    }
+                }
+                None => solve(k),
+            };
+            match (at, best) {
                 (Some(d), Some((b, _))) if d >= b => worse += 1,
                 (Some(d), _) => {
                     best = Some((d, k));
@@ -976,6 +1094,12 @@ impl<'a> Analysis<'a> {
             k -= 1;
         }
         best
+    }
+
+    /// Where every delay of flow `f` is searched from: half its tenant's SLO [steps] (the same
+    /// start wherever it is solved gives the same answer; [`solve_delay`]).
+    fn near(&self, f: usize) -> f64 {
+        0.5 * self.net.tenants[self.net.flows[f].tenant].slo.latency_s / self.step_s
     }
 
     /// Why flow `f` has no bound: the most loaded queue of its path.
@@ -1137,8 +1261,48 @@ impl<'a> Analysis<'a> {
     }
 
     /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
-    /// the least value at a window of `w_ref` steps.
+    /// the least value at a window of `w_ref` steps (computed once per thread for the same
+    /// inputs, [`UpKey`]).
     fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
+        let mut labels: Vec<usize> = Vec::new();
+        let mut keyed = |flows: &[usize]| -> Vec<(ByAddress, Option<usize>)> {
+            flows
+                .iter()
+                .map(|&g| {
+                    let label = self.group[g].map(|grp| {
+                        labels.iter().position(|&l| l == grp).unwrap_or_else(|| {
+                            labels.push(grp);
+                            labels.len() - 1
+                        })
+                    });
+                    (ByAddress(self.env[g].clone()), label)
+                })
+                .collect()
+        };
+        let key = UpKey {
+            k,
+            w_ref: w_ref.to_bits(),
+            rate: u.rate.to_bits(),
+            util: u.util.to_bits(),
+            relayed: keyed(&u.relayed),
+            others: keyed(&u.others),
+        };
+        if let Some(hit) = UPSTREAM.with(|c| c.borrow().get(&key).cloned()) {
+            return hit;
+        }
+        let lump = self.upstream_uncached(k, u, w_ref);
+        UPSTREAM.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.len() >= UPSTREAM_LIMIT {
+                c.clear();
+            }
+            c.insert(key, lump.clone());
+        });
+        lump
+    }
+
+    /// [`Analysis::upstream`] without the cache.
+    fn upstream_uncached(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
         if u.util.is_nan() || u.util >= 1.0 {
             return None;
         }
@@ -1211,7 +1375,15 @@ impl<'a> Analysis<'a> {
     // -----------------------------------------------------------------------------------------
     // one queue
 
-    fn one_queue(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64, split: bool) -> Option<f64> {
+    fn one_queue(
+        &self,
+        f: usize,
+        k: i32,
+        plan: &Plan,
+        ln_eps: f64,
+        split: bool,
+        goal: Goal,
+    ) -> Option<f64> {
         let Plan::One { rate, high, same } = plan else {
             return None;
         };
@@ -1248,13 +1420,21 @@ impl<'a> Analysis<'a> {
                 }
             }
         };
-        solve_delay(ln_p, ln_eps)
+        goal.reach(ln_p, ln_eps)
     }
 
     // -----------------------------------------------------------------------------------------
     // two queues
 
-    fn two_queues(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64, split: bool) -> Option<f64> {
+    fn two_queues(
+        &self,
+        f: usize,
+        k: i32,
+        plan: &Plan,
+        ln_eps: f64,
+        split: bool,
+        goal: Goal,
+    ) -> Option<f64> {
         let Plan::Two {
             c1,
             c2,
@@ -1289,9 +1469,11 @@ impl<'a> Analysis<'a> {
             return None;
         }
         let tau_rule = (1.0 / (theta * gap)).round().max(1.0);
-        // the window at which the upstream lumps' θ' is chosen (module docs, "Search")
+        // the window at which the upstream lumps' θ' is chosen (module docs, "Search"), on a
+        // grid of quarter octaves so that bounds whose q2 differs a little share their lumps
         let slo_steps = self.net.tenants[self.net.flows[f].tenant].slo.latency_s / self.step_s;
-        let w_ref = tau_rule + LUMP_WINDOW_OF_SLO * slo_steps;
+        let w_ref = ((tau_rule + LUMP_WINDOW_OF_SLO * slo_steps).log2() * 4.0).round() / 4.0;
+        let w_ref = w_ref.exp2();
         let members: Vec<(usize, Start, bool)> = [(f, Start::M, true)]
             .into_iter()
             .chain(b_same.iter().map(|&g| (g, Start::M, false)))
@@ -1413,32 +1595,111 @@ impl<'a> Analysis<'a> {
             terms.push(last_walk + last_lumps + ln_r - (-ln_r.exp_m1()).ln());
             Some(log_sum_exp(&terms))
         };
-        solve_delay(ln_p, ln_eps)
+        goal.reach(ln_p, ln_eps)
     }
 }
 
-/// A d ≥ 0 [steps] with ln_p(d) ≤ ln_eps, within 0.1% of the least one: doubling to a bracket,
-/// then regula falsi (Illinois) on ln_p(d) − ln_eps, bisection where a value is undefined;
-/// ln_p must be non-increasing in d. `None` when no d up to 10⁹ steps qualifies.
-fn solve_delay(ln_p: impl Fn(f64) -> Option<f64>, ln_eps: f64) -> Option<f64> {
+/// Relative spacing of the delays [`solve_delay`] returns.
+const DELAY_SPACING: f64 = 1e-3;
+
+/// Delay grid point j [steps]: (1 + [`DELAY_SPACING`])^j − 1, spaced about
+/// `DELAY_SPACING`·max(1, d) apart.
+fn delay_point(j: f64) -> f64 {
+    (j * DELAY_SPACING.ln_1p()).exp_m1()
+}
+
+/// The index of the least delay grid point at or above d ≥ 0.
+fn delay_index_at_least(d: f64) -> f64 {
+    let mut j = (d.ln_1p() / DELAY_SPACING.ln_1p()).ceil().max(0.0);
+    while delay_point(j) < d {
+        j += 1.0;
+    }
+    while j > 0.0 && delay_point(j - 1.0) >= d {
+        j -= 1.0;
+    }
+    j
+}
+
+/// The least point d of the delay grid ([`delay_point`]: 0, then about 0.1% apart) with
+/// ln_p(d) ≤ ln_eps [steps], `None` when none up to 10⁹ steps qualifies. A bracket grows from
+/// `guess` (secant steps, else factors that square), regula falsi (Illinois; bisection where
+/// a value is undefined) narrows it to about one grid spacing, and the grid points left in it
+/// are evaluated; only evaluated points are returned. For a non-increasing ln_p the answer
+/// does not depend on `guess`. The bounds' ln_p rises a little where the delay crosses a whole
+/// step, so their answers may differ by a step or so with the start: callers start from a
+/// delay that their inputs determine.
+fn solve_delay(ln_p: impl Fn(f64) -> Option<f64>, ln_eps: f64, guess: Option<f64>) -> Option<f64> {
     let g = |d: f64| ln_p(d).map(|v| v - ln_eps);
+    let below = |v: Option<f64>| v.is_some_and(|v| v <= 0.0);
     let at0 = g(0.0);
-    if at0.is_some_and(|v| v <= 0.0) {
+    if below(at0) {
         return Some(0.0);
     }
-    let (mut lo, mut g_lo) = (0.0, at0);
-    let (mut hi, mut g_hi) = (1.0, g(1.0));
-    while !g_hi.is_some_and(|v| v <= 0.0) {
-        (lo, g_lo) = (hi, g_hi);
-        hi *= 2.0;
-        if hi > 1e9 {
-            return None;
+    const MAX: f64 = 1e9;
+    let start = guess
+        .filter(|x| x.is_finite())
+        .map_or(1.0, |x| x.clamp(1.0, MAX));
+    let (mut lo, mut g_lo, mut hi, mut g_hi);
+    let at_start = g(start);
+    // the next point of the bracket's growth from x (the last point, g(x) on the start's
+    // side): past the secant's root through the last two points by a little where it points
+    // that way within a factor 16 (the bounds' ln_p is close to linear in d, so the bracket is
+    // usually found at the second or third point), else `ratio` away
+    let next = |x: f64, gx: f64, prev: Option<(f64, f64)>, ratio: f64, up: bool| -> f64 {
+        let far = if up { x * ratio } else { x / ratio };
+        let Some((xp, gp)) = prev else { return far };
+        let root = x - gx * (x - xp) / (gx - gp);
+        let past = if up { root * 1.002 } else { root / 1.002 };
+        let (least, most) = if up { (x, x * 16.0) } else { (x / 16.0, x) };
+        if past.is_finite() && past > least && past < most {
+            past
+        } else {
+            far
         }
-        g_hi = g(hi);
+    };
+    let mut ratio = 1.1f64;
+    let mut prev: Option<(f64, f64)> = None;
+    if below(at_start) {
+        (hi, g_hi) = (start, at_start);
+        loop {
+            let x = next(hi, g_hi.unwrap_or(0.0), prev, ratio, false);
+            if x < 1.0 {
+                (lo, g_lo) = (0.0, at0);
+                break;
+            }
+            let v = g(x);
+            if below(v) {
+                prev = g_hi.map(|gh| (hi, gh));
+                (hi, g_hi) = (x, v);
+                ratio *= ratio;
+            } else {
+                (lo, g_lo) = (x, v);
+                break;
+            }
+        }
+    } else {
+        (lo, g_lo) = (start, at_start);
+        loop {
+            let x = match g_lo {
+                Some(gl) => next(lo, gl, prev, ratio, true),
+                None => lo * ratio,
+            };
+            if x > MAX {
+                return None;
+            }
+            let v = g(x);
+            if below(v) {
+                (hi, g_hi) = (x, v);
+                break;
+            }
+            prev = g_lo.map(|gl| (lo, gl));
+            (lo, g_lo) = (x, v);
+            ratio *= ratio;
+        }
     }
     let mut side = 0i8;
     for _ in 0..60 {
-        if hi - lo <= 1e-3 * hi.max(1.0) {
+        if hi - lo <= DELAY_SPACING * hi.max(1.0) {
             break;
         }
         let (Some(a), Some(b)) = (g_lo, g_hi) else {
@@ -1469,7 +1730,26 @@ fn solve_delay(ln_p: impl Fn(f64) -> Option<f64>, ln_eps: f64) -> Option<f64> {
             }
         }
     }
-    Some(hi)
+    if hi - lo > 2.0 * DELAY_SPACING * hi.max(1.0) {
+        // not narrowed (undefined values throughout): hi is a valid answer
+        return Some(hi);
+    }
+    // the least grid point at or above the root lies in (lo, grid point at or above hi]
+    let mut j = delay_index_at_least(hi);
+    while j > 0.0 && delay_point(j - 1.0) > lo {
+        if below(g(delay_point(j - 1.0))) {
+            j -= 1.0;
+        } else {
+            break;
+        }
+    }
+    let d = delay_point(j);
+    if d == hi || below(g(d)) {
+        Some(d)
+    } else {
+        // ln_p rose between hi and the grid point above it: hi is a valid answer
+        Some(hi)
+    }
 }
 
 /// ln Σ e^{x_i}.
@@ -1552,7 +1832,17 @@ impl OverTheta for Analysis<'_> {
         epsilon: f64,
         theta: f64,
     ) -> Result<Option<f64>, CalculusError> {
-        self.bound_at(f, epsilon, theta)
+        self.bound_at(f, epsilon, theta, None)
+    }
+
+    fn flow_within_at(
+        &mut self,
+        f: usize,
+        epsilon: f64,
+        theta: f64,
+        limit_s: f64,
+    ) -> Result<Option<f64>, CalculusError> {
+        self.bound_at(f, epsilon, theta, Some(limit_s))
     }
 }
 
@@ -1593,9 +1883,38 @@ mod tests {
     #[test]
     fn delays_solve_monotone_bounds() {
         // ln P(d) = 2 − d/10: P ≤ e^{-5} at d = 70
-        let d = solve_delay(|d| Some(2.0 - d / 10.0), -5.0).unwrap();
-        assert!((d - 70.0).abs() < 0.01, "{d}");
-        assert_eq!(solve_delay(|_| None, -5.0), None);
+        let d = solve_delay(|d| Some(2.0 - d / 10.0), -5.0, None).unwrap();
+        assert!((70.0..70.0 * (1.0 + DELAY_SPACING)).contains(&d), "{d}");
+        // the same grid point from any start, and only points that were evaluated
+        for guess in [
+            None,
+            Some(0.5),
+            Some(69.99),
+            Some(70.0),
+            Some(71.0),
+            Some(3e5),
+            Some(f64::NAN),
+        ] {
+            let asked = RefCell::new(Vec::new());
+            let got = solve_delay(
+                |d| {
+                    asked.borrow_mut().push(d);
+                    Some(2.0 - d / 10.0)
+                },
+                -5.0,
+                guess,
+            );
+            assert_eq!(got, Some(d), "{guess:?}");
+            assert!(asked.borrow().contains(&d));
+        }
+        // a step function: the least grid point at or above the step
+        let step = |d: f64| Some(if d >= 1234.5 { -6.0 } else { 0.0 });
+        let d = solve_delay(step, -5.0, Some(10.0)).unwrap();
+        assert_eq!(d, delay_point(delay_index_at_least(1234.5)));
+        assert_eq!(solve_delay(step, -5.0, Some(1e6)), Some(d));
+        assert_eq!(solve_delay(|_| None, -5.0, None), None);
+        assert_eq!(solve_delay(|_| Some(1.0), -5.0, Some(5.0)), None);
+        assert_eq!(solve_delay(|_| Some(-6.0), -5.0, Some(5.0)), Some(0.0));
     }
 
     #[test]

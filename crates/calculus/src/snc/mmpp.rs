@@ -30,7 +30,10 @@
 //! absolute rounding error of a few ulps of that probability. Where λ_G is below 1e-9 of the
 //! largest leaving probability (θ·rate ≲ 1e-15 for per-10 µs chains, i.e. bounds of ~10¹⁵
 //! steps) ρ is left undefined rather than computed from noise: a noisy ρ there could fall
-//! below the mean rate and make an overloaded queue look stable.
+//! below the mean rate and make an overloaded queue look stable. Above it the diagonal's
+//! own rounding (an ulp of 1 in P_ii) can still do that at tiny θ, so ρ is never taken below
+//! the chain's stationary mean, which the true ρ(θ) never is (a two-state chain at 1.05× its
+//! queue's rate got a finite bound of 7·10¹¹ s before).
 
 use std::sync::Mutex;
 use tailbound_model::{Mmpp, SizeModel};
@@ -60,6 +63,9 @@ pub struct MmppBound {
     /// the least shifted Perron root computed reliably: 1e-9 × the largest leaving
     /// probability per step
     resolution: f64,
+    /// the chain's mean work per step under its stationary law (0 where that is not unique):
+    /// ρ(θ) is never below it
+    mean: f64,
     /// ρ at the θs last asked for
     memo: Memo,
 }
@@ -203,10 +209,18 @@ impl MmppBound {
         let leave = (0..n)
             .map(|i| (transition[i * n + i] - 1.0).abs())
             .fold(0.0, f64::max);
+        let mean =
+            tailbound_model::traffic::stationary_distribution(&mmpp.transition).map_or(0.0, |pi| {
+                pi.iter()
+                    .zip(&mmpp.states)
+                    .map(|(p, s)| p * s.arrival_prob * s.sizes.mean())
+                    .sum()
+            });
         Ok(MmppBound {
             states,
             transition,
             resolution: 1e-9 * leave,
+            mean,
             memo: Memo::new(),
         })
     }
@@ -331,8 +345,11 @@ impl MmppBound {
         if lambda <= self.resolution {
             return None;
         }
+        // ρ(θ) ≥ the mean for every θ > 0 (Jensen); below it is rounding (P's diagonal 1 − p
+        // carries an absolute error of an ulp of 1, which at tiny θ·rate can make an
+        // overloaded queue look stable), and the mean is the sound value
         let rho = lambda.ln_1p() / theta;
-        rho.is_finite().then_some(rho)
+        rho.is_finite().then_some(rho.max(self.mean))
     }
 }
 

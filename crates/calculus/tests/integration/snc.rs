@@ -113,7 +113,21 @@ fn hints_under(method: Method) {
     for (a, h) in again.iter().zip(&first) {
         assert!(!a.searched, "{method} {}", a.bound.name);
         let (x, y) = (secs(&a.bound.total), secs(&h.bound.total));
-        assert!(rel(x, y) < 1e-9, "{method} {}: {x} vs {y}", a.bound.name);
+        if method == Method::SncMartingale {
+            // the last flow is only checked to fit in what the others leave of the budget,
+            // and that rest is its bound; the others are the minimum's
+            let n = a.bound.flows.len() - 1;
+            for (fa, fh) in a.bound.flows[..n].iter().zip(&h.bound.flows) {
+                assert_eq!(fa.bound, fh.bound, "{method} {}", a.bound.name);
+            }
+            assert!(
+                rel(x, 1.0) < 1e-9 && y <= x,
+                "{method} {}: {x} vs {y}",
+                a.bound.name
+            );
+        } else {
+            assert!(rel(x, y) < 1e-9, "{method} {}: {x} vs {y}", a.bound.name);
+        }
     }
     // at θ/2: a valid bound above the minimum, kept within a wide budget
     let off: Vec<Option<Hint>> = first
@@ -136,8 +150,8 @@ fn hints_under(method: Method) {
         );
         assert_ne!(a.bound, h.bound, "{method} {}: another θ", a.bound.name);
     }
-    // the same θ/2 with a budget below that bound: searched, the minimum again
-    let tight: Vec<Option<Hint>> = loose
+    // the same θ/2 with a budget below the minimum: searched, the minimum again
+    let tight: Vec<Option<Hint>> = first
         .iter()
         .zip(&off)
         .map(|(a, h)| {
@@ -758,6 +772,31 @@ fn a_queues_total_less_a_few_keeps_the_members_domain_with_a_dependency_group() 
         [(0, 1), (0, 2), (1, 3), (1, 2), (3, 0), (0, 1), (0, 1)]
     );
     fast_within_a_thousandth_of_exact(&net, &METHODS).unwrap();
+}
+
+/// A chain whose two states emit alike, 5 % over its queue's rate, leaving its states once in
+/// ~7·10⁶ steps: at tiny θ the rounding of its diagonal (1 − 1.5·10⁻⁷) made ρ fall below the
+/// mean, and SNC-Meister's bound was 7·10¹¹ s instead of unbounded (found by
+/// `overload_is_never_a_number`).
+#[test]
+fn an_overload_is_not_made_stable_by_rounding() {
+    let m = mmpp2(
+        0.0019233217053751465,
+        0.0019233217053751465,
+        200.0,
+        1.523132510885577e-7,
+        1.4881077599740334e-7,
+    );
+    let mut b = NetBuilder::new(&[("q", m.mean_work_per_s() / 1.05)]);
+    b.tenant("T", 1000.0, &["q"], m);
+    for method in METHODS {
+        let res = bound_all(&b.net(), method, &BoundOptions::default()).unwrap();
+        assert!(
+            matches!(res[0].total, Bound::Unbounded(_)),
+            "{method:?}: {:?}",
+            res[0].total
+        );
+    }
 }
 
 proptest! {
