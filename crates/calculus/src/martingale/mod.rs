@@ -195,11 +195,13 @@
 //! admission experiment's first run of seed 1, choosing θ' at one block instead left the 98
 //! flows' bounds 1.16× as large in the geometric mean, up to 1.9×; the rounding lets bounds
 //! whose second queue differs a little share the lump, which is kept per thread by its inputs,
-//! [`UpKey`]), and d is the least point of a grid 0.1% apart with P(delay > d) ≤ ε
-//! ([`solve_delay`], searched from half the SLO wherever it is solved, so that a hint's check
-//! and a search at the same grid point give the same delay), computing each window's lumps once per grid point. A hint's check asks of a
-//! tenant's last flow only whether its delay fits in what the others leave of the budget: one
-//! evaluation ([`Goal::Within`]).
+//! `UpKey`), and d is the least point of a grid 0.1% apart with P(delay > d) ≤ ε
+//! (`solve_delay`, searched from half the SLO wherever it is solved, so that a hint's check
+//! and a search at the same grid point give the same delay), computing each window's lumps once
+//! per grid point. Once the scan has a best delay, a grid point is solved only where the delay
+//! grid's point just below the best is within ε there (one evaluation, `Goal::Within`), and a
+//! hint's check asks of a tenant's last flow only whether its delay fits in what the others
+//! leave of the budget (one evaluation).
 //! Any θ, τ and θ' give a valid bound; the search only makes it small.
 //!
 //! # Limits
@@ -1262,7 +1264,7 @@ impl<'a> Analysis<'a> {
 
     /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
     /// the least value at a window of `w_ref` steps (computed once per thread for the same
-    /// inputs, [`UpKey`]).
+    /// inputs, `UpKey`).
     fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
         let mut labels: Vec<usize> = Vec::new();
         let mut keyed = |flows: &[usize]| -> Vec<(ByAddress, Option<usize>)> {
