@@ -199,7 +199,7 @@
 //! (`solve_delay`, searched from half the SLO wherever it is solved, so that a hint's check
 //! and a search at the same grid point give the same delay), computing each window's lumps once
 //! per grid point. Once the scan has a best delay, a grid point is solved only where the delay
-//! grid's point just below the best is within ε there (one evaluation, `Goal::Within`), and a
+//! grid's point just below the best is within ε there (one evaluation, `Goal::LeastWithin`), and a
 //! hint's check asks of a tenant's last flow only whether its delay fits in what the others
 //! leave of the budget (one evaluation).
 //! Any θ, τ and θ' give a valid bound; the search only makes it small.
@@ -563,6 +563,9 @@ enum Goal {
     /// whether a delay of this many steps is violated with probability at most ε: the delay
     /// itself if so (a valid bound), `None` if not (one evaluation)
     Within(f64),
+    /// [`Goal::Least`] from `near` where a delay of `limit` steps is within ε, `None` (after
+    /// one evaluation) where it is not
+    LeastWithin { limit: f64, near: f64 },
 }
 
 impl Goal {
@@ -571,6 +574,10 @@ impl Goal {
         match self {
             Goal::Least(near) => solve_delay(ln_p, ln_eps, Some(near)),
             Goal::Within(d) => ln_p(d).filter(|&v| v <= ln_eps).map(|_| d),
+            Goal::LeastWithin { limit, near } => {
+                ln_p(limit).filter(|&v| v <= ln_eps)?;
+                solve_delay(ln_p, ln_eps, Some(near))
+            }
         }
     }
 }
@@ -836,7 +843,7 @@ impl<'a> Analysis<'a> {
                 return Some(d);
             }
             return self
-                .solve(f, k, plan, ln_eps, Goal::Least(limit))
+                .solve(f, k, plan, ln_eps, Goal::Least(self.near(f)))
                 .filter(|&d| d <= limit)
                 .map(|_| limit);
         }
@@ -1071,16 +1078,13 @@ impl<'a> Analysis<'a> {
             let at = match best {
                 Some((b, _)) => {
                     let j = delay_index_at_least(b);
-                    let below = delay_point(j - 1.0);
-                    let better = j > 0.0
-                        && self
-                            .solve_variant(f, k, plan, ln_eps, split, Goal::Within(below))
-                            .is_some();
-                    if better {
-                        solve(k)
-                    } else {
-                        None
-                    }
+                    let goal = Goal::LeastWithin {
+                        limit: delay_point(j - 1.0),
+                        near: self.near(f),
+                    };
+                    (j > 0.0)
+                        .then(|| self.solve_variant(f, k, plan, ln_eps, split, goal))
+                        .flatten()
                 }
                 None => solve(k),
             };
