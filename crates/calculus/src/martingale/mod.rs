@@ -195,13 +195,14 @@
 //! admission experiment's first run of seed 1, choosing θ' at one block instead left the 98
 //! flows' bounds 1.16× as large in the geometric mean, up to 1.9×; the rounding lets bounds
 //! whose second queue differs a little share the lump, which is kept per thread by its inputs,
-//! `UpKey`), and d is the least point of a grid 0.1% apart with P(delay > d) ≤ ε
+//! `UpKey`, with its values by window), and d is the least point of a grid 0.1% apart with P(delay > d) ≤ ε
 //! (`solve_delay`, searched from half the SLO wherever it is solved, so that a hint's check
 //! and a search at the same grid point give the same delay), computing each window's lumps once
 //! per grid point. Once the scan has a best delay, a grid point is solved only where the delay
 //! grid's point just below the best is within ε there (one evaluation, `Goal::LeastWithin`), and a
 //! hint's check asks of a tenant's last flow only whether its delay fits in what the others
-//! leave of the budget (one evaluation).
+//! leave of the budget (one evaluation, at the delay grid's point at or below what they leave,
+//! so that a check passes only where the search's delay at that grid point fits too).
 //! Any θ, τ and θ' give a valid bound; the search only makes it small.
 //!
 //! # Limits
@@ -308,7 +309,7 @@ type Cache = (usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>);
 
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
-    static UPSTREAM: RefCell<HashMap<UpKey, Option<UpLump>>> = RefCell::new(HashMap::new());
+    static UPSTREAM: RefCell<HashMap<UpKey, Option<Rc<UpLump>>>> = RefCell::new(HashMap::new());
 }
 
 /// Upstream lumps kept per thread (a decision re-bounds most of the last one's flows at the
@@ -357,25 +358,25 @@ pub fn clear_cache() {
     UPSTREAM.with(|c| c.borrow_mut().clear());
 }
 
+/// A hash of a few of the model's numbers (the cache compares whole models within a hash, so
+/// hashing every atom and transition, as for hundreds of flows per decision, would only cost).
 fn fingerprint(m: &Mmpp) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     m.step_s.to_bits().hash(&mut h);
-    for s in &m.states {
+    for (s, row) in m.states.iter().zip(&m.transition) {
         s.arrival_prob.to_bits().hash(&mut h);
         match &s.sizes {
             SizeModel::Exponential { mean } => mean.to_bits().hash(&mut h),
             SizeModel::Empirical { atoms } => {
-                for a in atoms {
+                atoms.len().hash(&mut h);
+                for a in atoms.first().into_iter().chain(atoms.last()) {
                     a[0].to_bits().hash(&mut h);
                     a[1].to_bits().hash(&mut h);
                 }
             }
         }
-    }
-    for row in &m.transition {
-        for p in row {
-            p.to_bits().hash(&mut h);
-        }
+        row.len().hash(&mut h);
+        row.first().map(|p| p.to_bits()).hash(&mut h);
     }
     h.finish()
 }
@@ -832,21 +833,10 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// Flow `f`'s delay [steps] at grid point `k`, `None` where no bound holds there: the
-    /// lesser of the bounds with and without the walk members' heavy batches split off; under
-    /// [`Goal::Within`] the limit itself where that bound is within it (`None` otherwise).
-    fn solve(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64, goal: Goal) -> Option<f64> {
-        if let Goal::Within(limit) = goal {
-            // one evaluation of the plain bound usually settles it; otherwise the least
-            // bound decides, as if there were no limit
-            if let Some(d) = self.solve_variant(f, k, plan, ln_eps, false, goal) {
-                return Some(d);
-            }
-            return self
-                .solve(f, k, plan, ln_eps, Goal::Least(self.near(f)))
-                .filter(|&d| d <= limit)
-                .map(|_| limit);
-        }
+    /// Flow `f`'s least delay [steps] at grid point `k`, `None` where no bound holds there: the
+    /// lesser of the bounds with and without the walk members' heavy batches split off.
+    fn solve(&self, f: usize, k: i32, plan: &Plan, ln_eps: f64) -> Option<f64> {
+        let goal = Goal::Least(self.near(f));
         let plain = self.solve_variant(f, k, plan, ln_eps, false, goal);
         if !self.worth_splitting(f, plan, plain.map(|d| (d, k)), ln_eps) {
             return plain;
@@ -931,44 +921,68 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// Flow `f`'s bound [s] at `theta`'s grid point (no search), `None` where its queues are
-    /// not stable there or no bound holds; with a limit [s], the limit itself where the bound
-    /// is within it and `None` where it is not.
-    fn bound_at(
-        &self,
-        f: usize,
-        epsilon: f64,
-        theta: f64,
-        limit_s: Option<f64>,
-    ) -> Result<Option<f64>, CalculusError> {
-        if !self.env[f].env.arrives() {
-            return Ok(Some(0.0));
-        }
+    /// Flow `f`'s plan and the grid point of `theta`, `None` where its queues are not stable
+    /// there (no bound holds).
+    fn at_point(&self, f: usize, theta: f64) -> Result<Option<(Plan, i32)>, CalculusError> {
         if !(theta.is_finite() && theta > 0.0) {
             return Ok(None);
         }
         let plan = self.plan(f)?;
-        let Some(k) = grid_point(theta) else {
-            return Ok(None);
-        };
-        if !self.stable(f, &plan, k) {
-            return Ok(None);
+        Ok(grid_point(theta)
+            .filter(|&k| self.stable(f, &plan, k))
+            .map(|k| (plan, k)))
+    }
+
+    /// Flow `f`'s bound [s] at `theta`'s grid point (no search), `None` where its queues are
+    /// not stable there or no bound holds.
+    fn bound_at(&self, f: usize, epsilon: f64, theta: f64) -> Result<Option<f64>, CalculusError> {
+        if !self.env[f].env.arrives() {
+            return Ok(Some(0.0));
         }
-        // no limit, or an infinite one: the bound itself
-        let limit_s = limit_s.filter(|s| *s != f64::INFINITY);
-        let goal = match limit_s {
-            Some(s) if s.is_finite() && s >= 0.0 => Goal::Within(s / self.step_s),
-            Some(_) => return Ok(None),
-            None => Goal::Least(self.near(f)),
+        let Some((plan, k)) = self.at_point(f, theta)? else {
+            return Ok(None);
         };
-        let steps = self.solve(f, k, &plan, epsilon.ln(), goal);
-        Ok(match limit_s {
-            // the limit as given (a round trip through steps may round it up)
-            Some(s) => steps.map(|_| s),
-            None => steps
-                .map(|steps| steps * self.step_s)
-                .filter(|s| s.is_finite()),
-        })
+        Ok(self
+            .solve(f, k, &plan, epsilon.ln())
+            .map(|steps| steps * self.step_s)
+            .filter(|s| s.is_finite()))
+    }
+
+    /// A bound [s] of flow `f` at `theta`'s grid point that is at most `limit_s`, `None` where
+    /// there is none: one evaluation of the plain bound at the delay grid's point at or below
+    /// the limit (where it passes, the least delay a solve finds there is within the limit
+    /// for a non-increasing ln_p) gives the limit itself; otherwise the bound there decides.
+    fn within_at(
+        &self,
+        f: usize,
+        epsilon: f64,
+        theta: f64,
+        limit_s: f64,
+    ) -> Result<Option<f64>, CalculusError> {
+        if !self.env[f].env.arrives() {
+            return Ok(Some(0.0).filter(|_| limit_s >= 0.0));
+        }
+        let Some((plan, k)) = self.at_point(f, theta)? else {
+            return Ok(None);
+        };
+        let ln_eps = epsilon.ln();
+        let steps = limit_s / self.step_s;
+        if steps.is_finite() && steps >= 0.0 {
+            let j = delay_index_at_least(steps);
+            let j = if delay_point(j) > steps { j - 1.0 } else { j };
+            let goal = Goal::Within(delay_point(j.max(0.0)));
+            if j >= 0.0
+                && self
+                    .solve_variant(f, k, &plan, ln_eps, false, goal)
+                    .is_some()
+            {
+                return Ok(Some(limit_s));
+            }
+        }
+        Ok(self
+            .solve(f, k, &plan, ln_eps)
+            .map(|steps| steps * self.step_s)
+            .filter(|&s| s <= limit_s))
     }
 
     /// Whether the queues of flow `f`'s bound are stable at grid point `k` (a necessary
@@ -1237,7 +1251,7 @@ impl<'a> Analysis<'a> {
                 LumpSpec::Window(g) => {
                     LumpKind::Window(self.pair(g, kh, false)?, self.env[g].window(kh))
                 }
-                LumpSpec::Up(u) => LumpKind::Up(Box::new(self.upstream(kh, &ups[u], w_ref)?)),
+                LumpSpec::Up(u) => LumpKind::Up(self.upstream(kh, &ups[u], w_ref)?),
             };
             lumps.push(Lump {
                 kind,
@@ -1269,7 +1283,7 @@ impl<'a> Analysis<'a> {
     /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
     /// the least value at a window of `w_ref` steps (computed once per thread for the same
     /// inputs, `UpKey`).
-    fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
+    fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<Rc<UpLump>> {
         let mut labels: Vec<usize> = Vec::new();
         let mut keyed = |flows: &[usize]| -> Vec<(ByAddress, Option<usize>)> {
             flows
@@ -1308,7 +1322,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// [`Analysis::upstream`] without the cache.
-    fn upstream_uncached(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<UpLump> {
+    fn upstream_uncached(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<Rc<UpLump>> {
         if u.util.is_nan() || u.util >= 1.0 {
             return None;
         }
@@ -1336,7 +1350,7 @@ impl<'a> Analysis<'a> {
             .map(|&g| (g, Start::Zero, false))
             .chain(u.others.iter().map(|&g| (g, Start::Window, false)))
             .collect();
-        let mut best: Option<(f64, UpLump)> = None;
+        let mut best: Option<(f64, Rc<UpLump>)> = None;
         for kt in k + 1..=k + 24 {
             let Some(inner) = self.prepare(kt, &members, u.rate, Cross::NONE, false) else {
                 // beyond p's stability or the MGFs' domain: larger θ' only get worse
@@ -1350,7 +1364,7 @@ impl<'a> Analysis<'a> {
                 let t = self.tilt(g, kt)?;
                 rho_tail += t.opts[PERRON].rho.max(t.opts[PEAK].rho);
             }
-            let lump = UpLump {
+            let lump = Rc::new(UpLump {
                 relayed: relayed.clone(),
                 inner: inner.walker,
                 inner_lumps,
@@ -1359,10 +1373,11 @@ impl<'a> Analysis<'a> {
                 theta_tail: grid_theta(kt),
                 window_growth,
                 tail_growth: grid_theta(kt) * rho_tail,
-            };
+                values: RefCell::new(HashMap::new()),
+            });
             let Some(v) = lumps_value(
                 &[Lump {
-                    kind: LumpKind::Up(Box::new(lump.clone())),
+                    kind: LumpKind::Up(lump.clone()),
                     theta_at: theta,
                     scale: 1.0,
                 }],
@@ -1838,7 +1853,7 @@ impl OverTheta for Analysis<'_> {
         epsilon: f64,
         theta: f64,
     ) -> Result<Option<f64>, CalculusError> {
-        self.bound_at(f, epsilon, theta, None)
+        self.bound_at(f, epsilon, theta)
     }
 
     fn flow_within_at(
@@ -1848,7 +1863,7 @@ impl OverTheta for Analysis<'_> {
         theta: f64,
         limit_s: f64,
     ) -> Result<Option<f64>, CalculusError> {
-        self.bound_at(f, epsilon, theta, Some(limit_s))
+        self.within_at(f, epsilon, theta, limit_s)
     }
 }
 

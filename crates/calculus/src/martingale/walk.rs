@@ -8,6 +8,8 @@
 //! (parent module docs, "Windows").
 
 use super::{ln_tail_integral, log_sum_exp, Window, PEAK};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// A flow's two supermartingales at one grid point: (ρ [work/step], ln κ) each, in the order
@@ -180,7 +182,13 @@ pub(super) struct UpLump {
     pub window_growth: f64,
     /// θ'·Σρ of the relayed flows at θ' (largest options): the growth of ln G per step
     pub tail_growth: f64,
+    /// values asked for so far, by θ, window and whether windowed ([`UpLump::value`]): the
+    /// lump is shared, per thread, by the bounds of every decision with the same inputs
+    pub values: RefCell<HashMap<(u64, u64, bool), Option<f64>>>,
 }
+
+/// Values an [`UpLump`] keeps; cleared when it holds this many.
+const UP_VALUES_LIMIT: usize = 4096;
 
 impl UpLump {
     /// ln G: the Doob bound's prefactor of the queue's walk for a window of `w` steps.
@@ -199,6 +207,21 @@ impl UpLump {
     /// ln E[e^{θ L}] for a window of `w` steps (parent module docs, "Two queues"), the relayed
     /// windows' window bounds used if `windowed`.
     fn value(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
+        let key = (theta.to_bits(), w.to_bits(), windowed);
+        if let Some(v) = self.values.borrow().get(&key) {
+            return *v;
+        }
+        let v = self.value_uncached(theta, w, windowed);
+        let mut values = self.values.borrow_mut();
+        if values.len() >= UP_VALUES_LIMIT {
+            values.clear();
+        }
+        values.insert(key, v);
+        v
+    }
+
+    /// [`UpLump::value`] without the memo.
+    fn value_uncached(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
         let ln_r: f64 = self
             .relayed
             .iter()
@@ -248,7 +271,7 @@ fn window(p: &Pair, win: &Option<Rc<Window>>, theta: f64, w: f64, windowed: bool
 pub(super) enum LumpKind {
     /// a flow's arrivals over the window, and its window bound
     Window(Pair, Option<Rc<Window>>),
-    Up(Box<UpLump>),
+    Up(Rc<UpLump>),
     /// a dependent member's excess over its capacity: ln E, fixed
     Const(f64),
 }
