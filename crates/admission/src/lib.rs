@@ -62,7 +62,7 @@ pub use policy::{PM_BUCKETS, QJUMP_LEVELS};
 
 use index::AdmittedIndex;
 use names::Names;
-use policy::Thetas;
+use policy::{Found, Thetas};
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -221,8 +221,8 @@ pub struct Arrival {
     /// dependency groups the arrival sets: (tenant, group), the newcomer's and those of the
     /// tenants it depends on that had none
     groups: Vec<(usize, String)>,
-    /// the θs of the bounds the decision minimised, per tenant (kept when admitted)
-    thetas: Vec<(usize, Vec<f64>)>,
+    /// where the bounds the decision minimised were found, per tenant (kept when admitted)
+    thetas: Vec<(usize, Found)>,
 }
 
 impl Arrival {

@@ -36,13 +36,23 @@ pub(crate) struct Verdict {
     pub grant: Option<Grant>,
     pub bound_s: Option<f64>,
     pub reason: Option<String>,
-    /// the θs of the tenants whose bounds were minimised ([`Thetas`])
-    pub thetas: Vec<(usize, Vec<f64>)>,
+    /// where the bounds minimised were found, per tenant ([`Thetas`])
+    pub thetas: Vec<(usize, Found)>,
 }
 
-/// Per admitted tenant, the θ per flow its SNC bound was last minimised at: where a decision
-/// checks it first (`calculus::bound_hinted`; crate docs).
-pub(crate) type Thetas = HashMap<usize, Vec<f64>>;
+/// Where a tenant's SNC bound was minimised: per flow, the θ of its minimum and the minimum.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Found {
+    /// [1/work]
+    pub thetas: Vec<f64>,
+    /// [s]
+    pub bounds_s: Vec<f64>,
+}
+
+/// Per admitted tenant, where its SNC bound was last minimised: where a decision checks it
+/// first, each flow within the share of the SLO its bound had (`calculus::bound_hinted`; crate
+/// docs).
+pub(crate) type Thetas = HashMap<usize, Found>;
 
 fn method(policy: Policy) -> Method {
     match policy {
@@ -338,7 +348,7 @@ fn check(
     newcomer: usize,
     g: &Grant,
     scope: Scope,
-) -> Result<(Option<f64>, Option<String>, Vec<(usize, Vec<f64>)>), AdmissionError> {
+) -> Result<(Option<f64>, Option<String>, Vec<(usize, Found)>), AdmissionError> {
     let bounds = match scope {
         Scope::Neighbourhood {
             changed,
@@ -406,8 +416,14 @@ fn check(
         .iter()
         .filter(|h| h.searched)
         .filter_map(|h| {
-            let all: Option<Vec<f64>> = h.thetas.iter().copied().collect();
-            all.map(|v| (h.bound.tenant, v))
+            let thetas: Option<Vec<f64>> = h.thetas.iter().copied().collect();
+            let bounds_s = h
+                .bound
+                .flows
+                .iter()
+                .map(|f| f.bound.seconds().unwrap_or(f64::NAN))
+                .collect();
+            thetas.map(|thetas| (h.bound.tenant, Found { thetas, bounds_s }))
         })
         .collect();
     let bound_s = bounds
@@ -563,8 +579,9 @@ fn hint(
     let packets = packets_s.get(t).copied().unwrap_or(0.0);
     // a margin for rounding: within the budget, the total is within the SLO
     let budget_s = (net.tenants[t].slo.latency_s - grant.shaper_delay_s - packets) * (1.0 - 1e-9);
-    thetas.get(&t).map(|v| Hint {
-        thetas: v.clone(),
+    thetas.get(&t).map(|found| Hint {
+        thetas: found.thetas.clone(),
+        shares: found.bounds_s.clone(),
         budget_s,
     })
 }

@@ -215,6 +215,12 @@ pub struct Hint {
     pub thetas: Vec<f64>,
     /// the bound [s] within which the bound at these θs is taken as it is, without a search
     pub budget_s: f64,
+    /// per flow, its share of the budget as a weight (its bound when these θs were found, for
+    /// one): each flow but the last is first checked within its share of what the flows
+    /// before it leave, which the martingale analysis tells by one evaluation; empty (or not
+    /// one finite, non-negative weight per flow with some positive): the flows before the last
+    /// are bounded exactly
+    pub shares: Vec<f64>,
 }
 
 /// A tenant's bound from [`bound_hinted`].
@@ -234,8 +240,8 @@ pub struct HintedBound {
 /// and under the martingale analysis (at the θ grid point nearest the hint's): a tenant whose
 /// bound evaluated exactly there (every bound at any θ where it is defined is a valid one) is
 /// within the hint's budget keeps that bound, possibly looser than its minimum (the martingale
-/// analysis only checks that its last flow's delay fits in what the others leave of the
-/// budget, and gives that rest as the flow's bound); any other is minimised as [`bound`] does. A caller that only needs to know whether bounds
+/// analysis only checks that each flow's delay fits in its share of the budget, [`Hint::shares`],
+/// and gives that share as the flow's bound); any other is minimised as [`bound`] does. A caller that only needs to know whether bounds
 /// stay within budgets (admission control re-checking admitted tenants) saves the θ
 /// search of every tenant that still meets its budget at its last θ.
 ///

@@ -1,8 +1,8 @@
 //! The per-tenant loop of the analyses whose bounds are minima over θ (SNC's and the
 //! martingale's): each tenant with a [`Hint`] is first bounded at its hint's θs, which is a
-//! valid bound wherever it is defined, and kept when within the hint's budget (its last flow
-//! only needs to fit in what the others leave, [`OverTheta::flow_within_at`]); any other is
-//! minimised over θ ([`crate::bound_hinted`]).
+//! valid bound wherever it is defined, and kept when within the hint's budget (each flow only
+//! needs to fit in its share of it, [`OverTheta::flow_within_at`]); any other is minimised over
+//! θ ([`crate::bound_hinted`]).
 
 use crate::{effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound};
 use crate::{Hint, HintedBound};
@@ -27,20 +27,33 @@ pub(crate) trait OverTheta {
         theta: f64,
     ) -> Result<Option<f64>, CalculusError>;
 
-    /// A bound [s] of flow `f` at `theta` that is at most `limit_s`, `None` where its bound
-    /// there is undefined or above the limit. An analysis that can tell whether a delay is
-    /// within the limit more cheaply than it computes the bound may return the limit itself.
+    /// Flow `f`'s bound at `theta` checked against `limit_s` [s]. An analysis that can tell
+    /// whether a delay is within the limit more cheaply than it computes the bound may answer
+    /// [`Check::Within`] with the limit itself.
     fn flow_within_at(
         &mut self,
         f: usize,
         epsilon: f64,
         theta: f64,
         limit_s: f64,
-    ) -> Result<Option<f64>, CalculusError> {
-        Ok(self
-            .flow_bound_at(f, epsilon, theta)?
-            .filter(|&s| s <= limit_s))
+    ) -> Result<Check, CalculusError> {
+        Ok(match self.flow_bound_at(f, epsilon, theta)? {
+            Some(s) if s <= limit_s => Check::Within(s),
+            Some(s) => Check::Over(s),
+            None => Check::Undefined,
+        })
     }
+}
+
+/// A flow's bound at one θ checked against a limit ([`OverTheta::flow_within_at`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Check {
+    /// a bound [s] at most the limit (the limit itself, or the bound there)
+    Within(f64),
+    /// the bound [s] there, above the limit
+    Over(f64),
+    /// no bound there
+    Undefined,
 }
 
 /// The bounds of `tenants` in that order under `an`, each handed to `each` until it breaks;
@@ -96,8 +109,12 @@ pub(crate) fn bound_tenants(
     Ok(out)
 }
 
-/// Tenant `t`'s flows bounded exactly at the hint's θs, when every one is defined there and
-/// their sum is within the hint's budget (`None`: search instead).
+/// Tenant `t`'s flows bounded at the hint's θs, when every one is defined there and their sum
+/// is within the hint's budget (`None`: search instead). Each flow but the last is first checked
+/// within its share of what is left of the budget ([`Hint::shares`]), the last within all that
+/// is left; a flow over its share keeps its bound where it fits in what is left, if need be
+/// after the flows kept at their shares are bounded exactly, so the check passes wherever the
+/// flows' bounds there sum to within the budget.
 #[allow(clippy::type_complexity)]
 fn at_hint(
     an: &mut dyn OverTheta,
@@ -107,32 +124,83 @@ fn at_hint(
     hint: &Hint,
 ) -> Result<Option<(Vec<FlowBound>, Vec<Option<f64>>)>, CalculusError> {
     let spec = &net.tenants[t];
-    if hint.thetas.len() != spec.flows.len() {
+    let n = spec.flows.len();
+    if hint.thetas.len() != n {
         return Ok(None);
     }
-    let last = spec.flows.len().saturating_sub(1);
-    let mut flows = Vec::with_capacity(spec.flows.len());
-    let mut total = 0.0;
+    let weights = shares(hint, n);
+    // each flow's bound [s], and whether it is its share rather than its bound
+    let mut seconds: Vec<(f64, bool)> = Vec::with_capacity(n);
     for (i, (&f, &theta)) in spec.flows.iter().zip(&hint.thetas).enumerate() {
+        let total: f64 = seconds.iter().map(|s| s.0).sum();
         let left = hint.budget_s - total;
-        // the last flow only has to fit in what the others leave of the budget
-        let seconds = if i == last {
-            an.flow_within_at(f, epsilon, theta, left)?
-        } else {
-            an.flow_bound_at(f, epsilon, theta)?
+        let rest: f64 = weights.iter().skip(i).sum();
+        let limit = match weights.get(i) {
+            Some(w) if i + 1 < n && rest > 0.0 => left * (w / rest),
+            _ if i + 1 < n => {
+                // no shares: the flows before the last are bounded exactly
+                match an.flow_bound_at(f, epsilon, theta)? {
+                    Some(s) if s <= left => {
+                        seconds.push((s, false));
+                        continue;
+                    }
+                    _ => return Ok(None),
+                }
+            }
+            _ => left,
         };
-        // within what is left (a NaN budget admits nothing)
-        let Some(seconds) = seconds.filter(|&s| s <= left) else {
-            return Ok(None);
-        };
-        total += seconds;
-        flows.push(FlowBound {
+        match an.flow_within_at(f, epsilon, theta, limit)? {
+            // within what is left (a NaN budget admits nothing)
+            Check::Within(s) if s <= left => seconds.push((s, s == limit)),
+            Check::Over(s) => {
+                // (a NaN bound or budget fits nowhere)
+                let fits = |room: f64| s <= room;
+                let mut room = left;
+                if !fits(room) && seconds.iter().any(|s| s.1) {
+                    // the flows kept at their shares may leave more room bounded exactly
+                    for (j, (&g, &th)) in spec.flows.iter().zip(&hint.thetas).enumerate().take(i) {
+                        if seconds[j].1 {
+                            match an.flow_bound_at(g, epsilon, th)? {
+                                Some(b) => seconds[j] = (b, false),
+                                None => return Ok(None),
+                            }
+                        }
+                    }
+                    room = hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>();
+                }
+                if !fits(room) {
+                    return Ok(None);
+                }
+                seconds.push((s, false));
+            }
+            _ => return Ok(None),
+        }
+    }
+    let flows = spec
+        .flows
+        .iter()
+        .zip(&seconds)
+        .map(|(&f, &(s, _))| FlowBound {
             flow: f,
             name: net.flows[f].name.clone(),
             epsilon,
-            bound: Bound::Within(seconds),
-        });
-    }
+            bound: Bound::Within(s),
+        })
+        .collect();
     let thetas = hint.thetas.iter().copied().map(Some).collect();
     Ok(Some((flows, thetas)))
+}
+
+/// The weights in which a hint shares its budget among a tenant's `n` flows: its
+/// [`Hint::shares`] where there is one finite, non-negative weight per flow and some positive,
+/// otherwise none (the flows before the last are then bounded exactly).
+fn shares(hint: &Hint, n: usize) -> Vec<f64> {
+    let usable = hint.shares.len() == n
+        && hint.shares.iter().all(|w| w.is_finite() && *w >= 0.0)
+        && hint.shares.iter().any(|w| *w > 0.0);
+    if usable {
+        hint.shares.clone()
+    } else {
+        Vec::new()
+    }
 }

@@ -200,9 +200,9 @@
 //! and a search at the same grid point give the same delay), computing each window's lumps once
 //! per grid point. Once the scan has a best delay, a grid point is solved only where the delay
 //! grid's point just below the best is within ε there (one evaluation, `Goal::LeastWithin`), and a
-//! hint's check asks of a tenant's last flow only whether its delay fits in what the others
-//! leave of the budget (one evaluation, at the delay grid's point at or below what they leave,
-//! so that a check passes only where the search's delay at that grid point fits too).
+//! hint's check asks of each of a tenant's flows only whether its delay fits in its share of
+//! the budget (one evaluation, at the delay grid's point at or below the share, so that a check
+//! passes only where the search's delay at that grid point fits too; `crate::theta`).
 //! Any θ, τ and θ' give a valid bound; the search only makes it small.
 //!
 //! # Limits
@@ -226,7 +226,7 @@ pub use chain::{Envelope, Opt, Tilt, Window, PEAK, PERRON};
 
 use walk::{lumps_growth, lumps_value, Lump, LumpKind, Pair, Start, Starts, UpLump, Walker};
 
-use crate::theta::{self, OverTheta};
+use crate::theta::{self, Check, OverTheta};
 use crate::{Bound, BoundOptions, CalculusError, Hint, HintedBound};
 use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -948,22 +948,22 @@ impl<'a> Analysis<'a> {
             .filter(|s| s.is_finite()))
     }
 
-    /// A bound [s] of flow `f` at `theta`'s grid point that is at most `limit_s`, `None` where
-    /// there is none: one evaluation of the plain bound at the delay grid's point at or below
-    /// the limit (where it passes, the least delay a solve finds there is within the limit
-    /// for a non-increasing ln_p) gives the limit itself; otherwise the bound there decides.
+    /// Flow `f`'s bound at `theta`'s grid point checked against `limit_s` [s]: one evaluation
+    /// of the plain bound at the delay grid's point at or below the limit (where it passes,
+    /// the least delay a solve finds there is within the limit too, for a non-increasing
+    /// ln_p) gives the limit itself; otherwise the bound there decides.
     fn within_at(
         &self,
         f: usize,
         epsilon: f64,
         theta: f64,
         limit_s: f64,
-    ) -> Result<Option<f64>, CalculusError> {
+    ) -> Result<Check, CalculusError> {
         if !self.env[f].env.arrives() {
-            return Ok(Some(0.0).filter(|_| limit_s >= 0.0));
+            return Ok(Check::Within(0.0));
         }
         let Some((plan, k)) = self.at_point(f, theta)? else {
-            return Ok(None);
+            return Ok(Check::Undefined);
         };
         let ln_eps = epsilon.ln();
         let steps = limit_s / self.step_s;
@@ -976,13 +976,20 @@ impl<'a> Analysis<'a> {
                     .solve_variant(f, k, &plan, ln_eps, false, goal)
                     .is_some()
             {
-                return Ok(Some(limit_s));
+                return Ok(Check::Within(limit_s));
             }
         }
-        Ok(self
-            .solve(f, k, &plan, ln_eps)
-            .map(|steps| steps * self.step_s)
-            .filter(|&s| s <= limit_s))
+        Ok(
+            match self
+                .solve(f, k, &plan, ln_eps)
+                .map(|steps| steps * self.step_s)
+                .filter(|s| s.is_finite())
+            {
+                Some(s) if s <= limit_s => Check::Within(s),
+                Some(s) => Check::Over(s),
+                None => Check::Undefined,
+            },
+        )
     }
 
     /// Whether the queues of flow `f`'s bound are stable at grid point `k` (a necessary
@@ -1862,7 +1869,7 @@ impl OverTheta for Analysis<'_> {
         epsilon: f64,
         theta: f64,
         limit_s: f64,
-    ) -> Result<Option<f64>, CalculusError> {
+    ) -> Result<Check, CalculusError> {
         self.within_at(f, epsilon, theta, limit_s)
     }
 }

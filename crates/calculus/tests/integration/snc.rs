@@ -106,6 +106,7 @@ fn hints_under(method: Method) {
             Some(Hint {
                 thetas: thetas(h),
                 budget_s: 1.0,
+                shares: Vec::new(),
             })
         })
         .collect();
@@ -129,6 +130,65 @@ fn hints_under(method: Method) {
             assert!(rel(x, y) < 1e-9, "{method} {}: {x} vs {y}", a.bound.name);
         }
     }
+    // shared in the proportions of the minimum's flows, a budget just above the minimum is
+    // met at once; shared lopsidedly (all to the first flow), the last flow misses what is left
+    // and the flows before it are bounded exactly, which meets the budget too
+    let minimum_s = |h: &tailbound_calculus::HintedBound| -> Vec<f64> {
+        h.bound.flows.iter().map(|f| secs(&f.bound)).collect()
+    };
+    let lopsided = |n: usize| (0..n).map(|i| if i == 0 { 1.0 } else { 0.0 }).collect();
+    for (shares, budget) in [(true, 1.0 + 1e-9), (false, 1.0)] {
+        let shared: Vec<Option<Hint>> = first
+            .iter()
+            .map(|h| {
+                Some(Hint {
+                    thetas: thetas(h),
+                    budget_s: secs(&h.bound.total) * budget,
+                    shares: if shares {
+                        minimum_s(h)
+                    } else {
+                        lopsided(h.bound.flows.len())
+                    },
+                })
+            })
+            .collect();
+        let kept = bound_hinted(&net, method, &all, &o, &shared, &mut every).unwrap();
+        for ((a, h), hint) in kept.iter().zip(&first).zip(&shared) {
+            let name = &a.bound.name;
+            assert!(!a.searched, "{method} {name}: shares {shares}");
+            let (x, y) = (secs(&a.bound.total), secs(&h.bound.total));
+            let budget = hint.as_ref().unwrap().budget_s;
+            assert!(
+                y <= x * (1.0 + 1e-9) && x <= budget,
+                "{method} {name}: {x} vs {y}"
+            );
+            if method == Method::SncMeister {
+                assert_eq!(minimum_s(a), minimum_s(h), "{method} {name}");
+            } else if !shares {
+                // the flows before the last bounded exactly: the minimum's
+                let n = a.bound.flows.len() - 1;
+                assert_eq!(minimum_s(a)[..n], minimum_s(h)[..n], "{method} {name}");
+            }
+        }
+    }
+    // a budget a fraction of the martingale delay grid's spacing (0.1 %) below the minimum: a
+    // check evaluates at grid points, as the search does, so it cannot pass where the search
+    // finds no fit
+    let below: Vec<Option<Hint>> = first
+        .iter()
+        .map(|h| {
+            Some(Hint {
+                thetas: thetas(h),
+                budget_s: secs(&h.bound.total) * (1.0 - 4e-4),
+                shares: minimum_s(h),
+            })
+        })
+        .collect();
+    let searched = bound_hinted(&net, method, &all, &o, &below, &mut every).unwrap();
+    for (a, h) in searched.iter().zip(&first) {
+        assert!(a.searched, "{method} {}", a.bound.name);
+        assert_eq!(a.bound, h.bound, "{method}");
+    }
     // at θ/2: a valid bound above the minimum, kept within a wide budget
     let off: Vec<Option<Hint>> = first
         .iter()
@@ -136,6 +196,7 @@ fn hints_under(method: Method) {
             Some(Hint {
                 thetas: thetas(h).iter().map(|t| t / 2.0).collect(),
                 budget_s: 1.0,
+                shares: Vec::new(),
             })
         })
         .collect();
@@ -202,6 +263,7 @@ fn the_martingale_search_finds_the_least_bound_on_its_theta_grid() {
                         .map(|th| th * (j as f64 / 8.0).exp2())
                         .collect(),
                     budget_s: f64::INFINITY,
+                    shares: Vec::new(),
                 };
                 let at = bound_hinted(
                     net,
