@@ -42,7 +42,8 @@
 //! the network and never characterized again.
 //!
 //! Under the neighbourhood re-bounding an admitted tenant is first checked at the θs its SNC
-//! bound was last minimised at (kept per tenant from the decisions that admitted tenants):
+//! bound was last minimised at, each flow within the share of the SLO its bound had there
+//! (kept per tenant from the decisions that admitted tenants):
 //! an SNC bound evaluated at any θ is a valid bound, so a tenant within its SLO there is
 //! within it at its minimum as well, and only the tenants that miss it there are minimised
 //! again ([`tailbound_calculus::bound_hinted`]). The decisions are those of minimising
