@@ -240,10 +240,11 @@ pub struct HintedBound {
 /// and under the martingale analysis (at the θ grid point nearest the hint's): a tenant whose
 /// bound evaluated exactly there (every bound at any θ where it is defined is a valid one) is
 /// within the hint's budget keeps that bound, possibly looser than its minimum (the martingale
-/// analysis only checks that each flow's delay fits in its share of the budget, [`Hint::shares`],
-/// and gives that share as the flow's bound); any other is minimised as [`bound`] does. A caller that only needs to know whether bounds
-/// stay within budgets (admission control re-checking admitted tenants) saves the θ
-/// search of every tenant that still meets its budget at its last θ.
+/// analysis only checks that each flow's delay fits in its share of the budget,
+/// [`Hint::shares`], and gives that share as the flow's bound); any other is minimised as
+/// [`bound`] does. A caller that only needs to know whether bounds stay within budgets
+/// (admission control re-checking admitted tenants) saves the θ search of every tenant that
+/// still meets its budget at its last θ.
 ///
 /// The tenants are bounded in the order given, each handed to `each` as it is found (which
 /// may amend it, e.g. add delays of its own); bounding stops after the first for which `each`

@@ -195,14 +195,15 @@
 //! admission experiment's first run of seed 1, choosing θ' at one block instead left the 98
 //! flows' bounds 1.16× as large in the geometric mean, up to 1.9×; the rounding lets bounds
 //! whose second queue differs a little share the lump, which is kept per thread by its inputs,
-//! `UpKey`, with its values by window), and d is the least point of a grid 0.1% apart with P(delay > d) ≤ ε
-//! (`solve_delay`, searched from half the SLO wherever it is solved, so that a hint's check
-//! and a search at the same grid point give the same delay), computing each window's lumps once
-//! per grid point. Once the scan has a best delay, a grid point is solved only where the delay
-//! grid's point just below the best is within ε there (one evaluation, `Goal::LeastWithin`), and a
-//! hint's check asks of each of a tenant's flows only whether its delay fits in its share of
-//! the budget (one evaluation, at the delay grid's point at or below the share, so that a check
-//! passes only where the search's delay at that grid point fits too; `crate::theta`).
+//! `UpKey`, with its values by window), and d is the least point of a grid 0.1% apart with
+//! P(delay > d) ≤ ε (`solve_delay`, searched from half the SLO wherever it is solved, so that a
+//! hint's check and a search at the same grid point give the same delay), computing each
+//! window's lumps once per grid point. Once the scan has a best delay, a grid point is solved
+//! only where the delay grid's point just below the best is within ε there (one evaluation,
+//! `Goal::LeastWithin`), and a hint's check asks of each of a tenant's flows only whether its
+//! delay fits in its share of the budget (one evaluation, at the delay grid's point at or below
+//! the share, so that a check passes only where the search's delay at that grid point fits
+//! too; `crate::theta`).
 //! Any θ, τ and θ' give a valid bound; the search only makes it small.
 //!
 //! # Limits
@@ -358,8 +359,8 @@ pub fn clear_cache() {
     UPSTREAM.with(|c| c.borrow_mut().clear());
 }
 
-/// A hash of a few of the model's numbers (the cache compares whole models within a hash, so
-/// hashing every atom and transition, as for hundreds of flows per decision, would only cost).
+/// A hash of a few of the model's numbers: the cache compares whole models within a hash, and
+/// hashing every atom and transition of the hundreds of flows a decision reads cost more.
 fn fingerprint(m: &Mmpp) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     m.step_s.to_bits().hash(&mut h);
@@ -968,13 +969,10 @@ impl<'a> Analysis<'a> {
         let ln_eps = epsilon.ln();
         let steps = limit_s / self.step_s;
         if steps.is_finite() && steps >= 0.0 {
-            let j = delay_index_at_least(steps);
-            let j = if delay_point(j) > steps { j - 1.0 } else { j };
-            let goal = Goal::Within(delay_point(j.max(0.0)));
-            if j >= 0.0
-                && self
-                    .solve_variant(f, k, &plan, ln_eps, false, goal)
-                    .is_some()
+            let goal = Goal::Within(delay_point(delay_index_at_most(steps)));
+            if self
+                .solve_variant(f, k, &plan, ln_eps, false, goal)
+                .is_some()
             {
                 return Ok(Check::Within(limit_s));
             }
@@ -1646,6 +1644,16 @@ fn delay_index_at_least(d: f64) -> f64 {
         j -= 1.0;
     }
     j
+}
+
+/// The index of the greatest delay grid point at or below d ≥ 0.
+fn delay_index_at_most(d: f64) -> f64 {
+    let j = delay_index_at_least(d);
+    if delay_point(j) > d {
+        j - 1.0
+    } else {
+        j
+    }
 }
 
 /// The least point d of the delay grid ([`delay_point`]: 0, then about 0.1% apart) with
