@@ -45,8 +45,8 @@
 //! bound was last minimised at, each flow within the share of the SLO its bound had there
 //! (kept per tenant from the decisions that admitted tenants):
 //! an SNC bound evaluated at any θ is a valid bound, so a tenant within its SLO there is
-//! within it at its minimum as well, and only the tenants that miss it there are minimised
-//! again ([`tailbound_calculus::bound_hinted`]). The decisions are those of minimising
+//! within it at its minimum as well, and only the flows of tenants that miss it there are
+//! minimised again, those that do not fit at their θs first ([`tailbound_calculus::bound_hinted`]). The decisions are those of minimising
 //! everyone; the newcomer's bound is always minimised. What this saves is the θ search of
 //! every affected tenant that still meets its SLO, most of a decision's work. A rejection
 //! needs one missed SLO, not all of them: a decision bounds the newcomer first, then the

@@ -40,7 +40,8 @@ pub(crate) struct Verdict {
     pub thetas: Vec<(usize, Found)>,
 }
 
-/// Where a tenant's SNC bound was minimised: per flow, the θ of its minimum and the minimum.
+/// Where a tenant's SNC bound was minimised: per flow, the θ of its minimum and the minimum (or,
+/// for a flow kept at its last θ while others were minimised, that θ and its bound there).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Found {
     /// [1/work]

@@ -230,8 +230,9 @@ pub struct HintedBound {
     /// θ per flow where its bound was evaluated [1/work], when the flow's bound is one SNC
     /// minimum without Hölder exponents or a martingale bound (a hint for the next time)
     pub thetas: Vec<Option<f64>>,
-    /// whether the bound was minimised over θ (`false`: the hint's θs gave a bound within
-    /// its budget, which was kept)
+    /// whether any of its flows' bounds was minimised over θ (`false`: the hint's θs gave a
+    /// bound within its budget, which was kept; `true` with a hint: the flows that did not fit
+    /// at the hint's θs were minimised, and those that did may have kept their bounds there)
     pub searched: bool,
 }
 
@@ -241,8 +242,10 @@ pub struct HintedBound {
 /// bound evaluated exactly there (every bound at any θ where it is defined is a valid one) is
 /// within the hint's budget keeps that bound, possibly looser than its minimum (the martingale
 /// analysis only checks that each flow's delay fits in its share of the budget,
-/// [`Hint::shares`], and gives that share as the flow's bound); any other is minimised as
-/// [`bound`] does. A caller that only needs to know whether bounds stay within budgets
+/// [`Hint::shares`], and gives that share as the flow's bound); a flow that does not fit at
+/// its hint's θ is minimised alone and kept where its minimum fits, and a tenant that does not
+/// fit even so is minimised as [`bound`] does (its flows' minima found so far reused). Either
+/// way a tenant fits exactly where its minima do. A caller that only needs to know whether bounds stay within budgets
 /// (admission control re-checking admitted tenants) saves the θ search of every tenant that
 /// still meets its budget at its last θ.
 ///

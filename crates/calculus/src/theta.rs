@@ -74,15 +74,22 @@ pub(crate) fn bound_tenants(
         let epsilon = slo.percentile.epsilon() / spec.flows.len().max(1) as f64;
         let checked = match hints.get(k).and_then(Option::as_ref) {
             Some(h) => at_hint(an, net, t, epsilon, h)?,
-            None => None,
+            None => AtHint::Missed(vec![None; spec.flows.len()]),
         };
         let (flows, thetas, searched) = match checked {
-            Some((flows, thetas)) => (flows, thetas, false),
-            None => {
+            AtHint::Kept {
+                flows,
+                thetas,
+                searched,
+            } => (flows, thetas, searched),
+            AtHint::Missed(mut found) => {
                 let mut flows = Vec::with_capacity(spec.flows.len());
                 let mut thetas = Vec::with_capacity(spec.flows.len());
-                for &f in &spec.flows {
-                    let (bound, theta) = an.flow_minimum(f, epsilon)?;
+                for (i, &f) in spec.flows.iter().enumerate() {
+                    let (bound, theta) = match found.get_mut(i).and_then(Option::take) {
+                        Some(m) => m,
+                        None => an.flow_minimum(f, epsilon)?,
+                    };
                     tracing::debug!(tenant = %spec.name, flow = %net.flows[f].name, ?bound, "bound");
                     thetas.push(theta);
                     flows.push(FlowBound {
@@ -109,73 +116,81 @@ pub(crate) fn bound_tenants(
     Ok(out)
 }
 
-/// Tenant `t`'s flows bounded at the hint's θs, when every one is defined there and their sum
-/// is within the hint's budget (`None`: search instead). Each flow but the last is first checked
-/// within its share of what is left of the budget ([`Hint::shares`]), the last within all that
-/// is left; a flow over its share keeps its bound where it fits in what is left, if need be
-/// after the flows kept at their shares are bounded exactly, so the check passes wherever the
-/// flows' bounds there sum to within the budget.
-#[allow(clippy::type_complexity)]
+/// A tenant checked at its hint ([`at_hint`]).
+enum AtHint {
+    /// its flows' bounds within the budget, some of them searched
+    Kept {
+        flows: Vec<FlowBound>,
+        thetas: Vec<Option<f64>>,
+        searched: bool,
+    },
+    /// not within the budget: the minima found so far, by flow (the rest are to be searched)
+    Missed(Vec<Option<(Bound, Option<f64>)>>),
+}
+
+/// Tenant `t`'s flows bounded at the hint's θs where that keeps their sum within the hint's
+/// budget. Each flow but the last is first checked within its share of what is left of the
+/// budget ([`Hint::shares`]), the last within all that is left; a flow over its share keeps
+/// its bound where it fits in what is left, if need be after the flows kept at their shares
+/// are bounded exactly; a flow that does not fit at its hint's θ is searched alone and kept
+/// where its minimum fits. So the check keeps a tenant wherever the flows' bounds at the
+/// hint's θs sum to within the budget, and a tenant it misses is one whose minima do not fit
+/// (the search decides the same: each minimum is at most the bound at any θ).
 fn at_hint(
     an: &mut dyn OverTheta,
     net: &Network,
     t: usize,
     epsilon: f64,
     hint: &Hint,
-) -> Result<Option<(Vec<FlowBound>, Vec<Option<f64>>)>, CalculusError> {
+) -> Result<AtHint, CalculusError> {
     let spec = &net.tenants[t];
     let n = spec.flows.len();
+    let mut found: Vec<Option<(Bound, Option<f64>)>> = vec![None; n];
     if hint.thetas.len() != n {
-        return Ok(None);
+        return Ok(AtHint::Missed(found));
     }
     let weights = shares(hint, n);
     // each flow's bound [s], and whether it is its share rather than its bound
     let mut seconds: Vec<(f64, bool)> = Vec::with_capacity(n);
+    let mut thetas: Vec<Option<f64>> = Vec::with_capacity(n);
     for (i, (&f, &theta)) in spec.flows.iter().zip(&hint.thetas).enumerate() {
-        let total: f64 = seconds.iter().map(|s| s.0).sum();
-        let left = hint.budget_s - total;
+        let left = hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>();
         let rest: f64 = weights.iter().skip(i).sum();
-        let limit = match weights.get(i) {
-            Some(w) if i + 1 < n && rest > 0.0 => left * (w / rest),
-            _ if i + 1 < n => {
-                // no shares: the flows before the last are bounded exactly
-                match an.flow_bound_at(f, epsilon, theta)? {
-                    Some(s) if s <= left => {
-                        seconds.push((s, false));
-                        continue;
-                    }
-                    _ => return Ok(None),
-                }
-            }
-            _ => left,
+        let check = |c: Check| match c {
+            Check::Within(s) => Some(s),
+            Check::Over(s) => Some(s),
+            Check::Undefined => None,
         };
-        match an.flow_within_at(f, epsilon, theta, limit)? {
-            // within what is left (a NaN budget admits nothing)
-            Check::Within(s) if s <= left => seconds.push((s, s == limit)),
-            Check::Over(s) => {
-                // (a NaN bound or budget fits nowhere)
-                let fits = |room: f64| s <= room;
-                let mut room = left;
-                if !fits(room) && seconds.iter().any(|s| s.1) {
-                    // the flows kept at their shares may leave more room bounded exactly
-                    for (j, (&g, &th)) in spec.flows.iter().zip(&hint.thetas).enumerate().take(i) {
-                        if seconds[j].1 {
-                            match an.flow_bound_at(g, epsilon, th)? {
-                                Some(b) => seconds[j] = (b, false),
-                                None => return Ok(None),
-                            }
-                        }
-                    }
-                    room = hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>();
-                }
-                if !fits(room) {
-                    return Ok(None);
-                }
-                seconds.push((s, false));
+        // the flow's bound at the hint's θ (or its share, where within it), if defined
+        let (at, limit) = match weights.get(i) {
+            Some(w) if i + 1 < n && rest > 0.0 => {
+                let limit = left * (w / rest);
+                (check(an.flow_within_at(f, epsilon, theta, limit)?), limit)
             }
-            _ => return Ok(None),
+            // no shares: the flows before the last are bounded exactly
+            _ if i + 1 < n => (an.flow_bound_at(f, epsilon, theta)?, f64::NAN),
+            _ => (check(an.flow_within_at(f, epsilon, theta, left)?), left),
+        };
+        if let Some(s) = at {
+            if fits(an, spec.flows.as_slice(), hint, epsilon, &mut seconds, s)? {
+                seconds.push((s, s == limit));
+                thetas.push(Some(theta));
+                continue;
+            }
+        }
+        // not within what is left at the hint's θ: its minimum may be
+        let (bound, th) = an.flow_minimum(f, epsilon)?;
+        let min = bound.seconds();
+        found[i] = Some((bound, th));
+        match min {
+            Some(s) if fits(an, spec.flows.as_slice(), hint, epsilon, &mut seconds, s)? => {
+                seconds.push((s, false));
+                thetas.push(th);
+            }
+            _ => return Ok(AtHint::Missed(found)),
         }
     }
+    let searched = found.iter().any(Option::is_some);
     let flows = spec
         .flows
         .iter()
@@ -187,8 +202,46 @@ fn at_hint(
             bound: Bound::Within(s),
         })
         .collect();
-    let thetas = hint.thetas.iter().copied().map(Some).collect();
-    Ok(Some((flows, thetas)))
+    Ok(AtHint::Kept {
+        flows,
+        thetas,
+        searched,
+    })
+}
+
+/// Whether a next flow's bound of `s` [s] fits in what the flows bounded so far (`seconds`,
+/// each with whether it is its share rather than its bound) leave of the hint's budget; where
+/// it does not, the flows kept at their shares are first bounded exactly at the hint's θs
+/// (which may leave more room). A NaN bound or budget fits nowhere.
+fn fits(
+    an: &mut dyn OverTheta,
+    flows: &[usize],
+    hint: &Hint,
+    epsilon: f64,
+    seconds: &mut [(f64, bool)],
+    s: f64,
+) -> Result<bool, CalculusError> {
+    let room = |seconds: &[(f64, bool)]| hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>();
+    if s <= room(seconds) {
+        return Ok(true);
+    }
+    if !seconds.iter().any(|s| s.1) {
+        return Ok(false);
+    }
+    for (j, (&g, &th)) in flows
+        .iter()
+        .zip(&hint.thetas)
+        .enumerate()
+        .take(seconds.len())
+    {
+        if seconds[j].1 {
+            match an.flow_bound_at(g, epsilon, th)? {
+                Some(b) => seconds[j] = (b, false),
+                None => return Ok(false),
+            }
+        }
+    }
+    Ok(s <= room(seconds))
 }
 
 /// The weights in which a hint shares its budget among a tenant's `n` flows: its

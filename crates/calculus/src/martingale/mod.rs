@@ -229,8 +229,9 @@ use walk::{lumps_growth, lumps_value, Lump, LumpKind, Pair, Start, Starts, UpLum
 
 use crate::theta::{self, Check, OverTheta};
 use crate::{Bound, BoundOptions, CalculusError, Hint, HintedBound};
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::{OnceCell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
 use std::rc::Rc;
@@ -309,8 +310,8 @@ const CACHE_LIMIT: usize = 4096;
 type Cache = (usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>);
 
 thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::new()));
-    static UPSTREAM: RefCell<HashMap<UpKey, Option<Rc<UpLump>>>> = RefCell::new(HashMap::new());
+    static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::default()));
+    static UPSTREAM: RefCell<HashMap<UpKey, Option<Rc<UpLump>>>> = RefCell::new(HashMap::default());
 }
 
 /// Upstream lumps kept per thread (a decision re-bounds most of the last one's flows at the
@@ -395,8 +396,8 @@ fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
     }
     let e = Rc::new(Cached {
         env: Envelope::new(m)?,
-        tilts: RefCell::new(HashMap::new()),
-        windows: RefCell::new(HashMap::new()),
+        tilts: RefCell::new(HashMap::default()),
+        windows: RefCell::new(HashMap::default()),
         split: OnceCell::new(),
     });
     CACHE.with(|c| {
@@ -1173,7 +1174,7 @@ impl<'a> Analysis<'a> {
         let Cross { specs, ups, w_ref } = cross;
         let theta = grid_theta(k);
         // dependency: a group with two or more flows anywhere in this walk and its lumps
-        let mut count: HashMap<usize, usize> = HashMap::new();
+        let mut count: HashMap<usize, usize> = HashMap::default();
         let all_flows = members
             .iter()
             .map(|m| m.0)
@@ -1217,6 +1218,7 @@ impl<'a> Analysis<'a> {
             members: Vec::with_capacity(members.len()),
             rate,
             caps: Vec::new(),
+            costs: RefCell::default(),
         };
         // independent members other than the analysed flow: their heavy batches split off
         let mut parts: Vec<heavy::Part> = Vec::new();
@@ -1378,17 +1380,9 @@ impl<'a> Analysis<'a> {
                 theta_tail: grid_theta(kt),
                 window_growth,
                 tail_growth: grid_theta(kt) * rho_tail,
-                values: RefCell::new(HashMap::new()),
+                values: RefCell::default(),
             });
-            let Some(v) = lumps_value(
-                &[Lump {
-                    kind: LumpKind::Up(lump.clone()),
-                    theta_at: theta,
-                    scale: 1.0,
-                }],
-                w_ref,
-                false,
-            ) else {
+            let Some(v) = lump.value_uncached(theta, w_ref, false) else {
                 break;
             };
             if best.as_ref().is_none_or(|(b, _)| v < *b) {
@@ -1523,7 +1517,7 @@ impl<'a> Analysis<'a> {
         }
         // the lumps depend on the window only, and the delay's solver asks for the same
         // windows again and again (whole blocks of the same τ): each is computed once
-        let lumps_at: RefCell<HashMap<(u64, bool), Option<f64>>> = RefCell::new(HashMap::new());
+        let lumps_at: RefCell<HashMap<(u64, bool), Option<f64>>> = RefCell::new(HashMap::default());
         let lumps_in = |w: f64, windowed: bool| -> Option<f64> {
             *lumps_at
                 .borrow_mut()
@@ -1827,7 +1821,7 @@ fn component_ids(sets: &[Vec<usize>]) -> Vec<usize> {
         }
         x
     }
-    let mut owner: HashMap<usize, usize> = HashMap::new();
+    let mut owner: HashMap<usize, usize> = HashMap::default();
     for (i, s) in sets.iter().enumerate() {
         for &e in s {
             match owner.get(&e) {
@@ -1843,7 +1837,7 @@ fn component_ids(sets: &[Vec<usize>]) -> Vec<usize> {
             }
         }
     }
-    let mut ids: HashMap<usize, usize> = HashMap::new();
+    let mut ids: HashMap<usize, usize> = HashMap::default();
     (0..n)
         .map(|i| {
             let r = find(&mut parent, i);

@@ -8,8 +8,8 @@
 //! (parent module docs, "Windows").
 
 use super::{ln_tail_integral, log_sum_exp, Window, PEAK};
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// A flow's two supermartingales at one grid point: (ρ [work/step], ln κ) each, in the order
@@ -64,6 +64,20 @@ pub(super) struct Walker {
     pub rate: f64,
     /// (capacity, start) of each dependent member: the crossing level rises by cap·start
     pub caps: Vec<(f64, Start)>,
+    /// each member's costs at the last evaluation and what they were computed for: the blocks
+    /// of a two-queue bound and the windows of an upstream lump change the counted steps of a
+    /// few members only, and a window bound costs a few exponentials per chain state
+    pub costs: RefCell<Vec<Costed>>,
+}
+
+/// A member's costs under its two supermartingales, for θ, its counted steps and whether
+/// windowed ([`Walker::costs`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Costed {
+    theta: f64,
+    weight: f64,
+    windowed: bool,
+    cost: [f64; 2],
 }
 
 impl Walker {
@@ -84,21 +98,40 @@ impl Walker {
         if self.rate.is_nan() || self.rate <= 0.0 {
             return None;
         }
-        // what each member pays under each of its supermartingales
-        let mut costs: Vec<[f64; 2]> = Vec::with_capacity(self.members.len());
-        for (pair, s, win) in &self.members {
+        // what each member pays under each of its supermartingales (kept from the last
+        // evaluation where its inputs are the same)
+        let mut costs = self.costs.borrow_mut();
+        costs.truncate(self.members.len());
+        for (i, (pair, s, win)) in self.members.iter().enumerate() {
             let s = st.of(*s);
             if s > n_s {
                 return None;
             }
             let weight = n_s - s;
-            let mut c = pair.map(|(rho, ln_k)| ln_k + theta * rho * weight);
-            if let (Some(win), true) = (win, windowed) {
-                c[PEAK] = c[PEAK].min(win.ln_mgf(weight));
+            let windowed = windowed && win.is_some();
+            if costs
+                .get(i)
+                .is_some_and(|c| c.theta == theta && c.weight == weight && c.windowed == windowed)
+            {
+                continue;
             }
-            costs.push(c);
+            let mut cost = pair.map(|(rho, ln_k)| ln_k + theta * rho * weight);
+            if let (Some(win), true) = (win, windowed) {
+                cost[PEAK] = cost[PEAK].min(win.ln_mgf(weight));
+            }
+            let c = Costed {
+                theta,
+                weight,
+                windowed,
+                cost,
+            };
+            if i < costs.len() {
+                costs[i] = c;
+            } else {
+                costs.push(c);
+            }
         }
-        let cost = |i: usize, o: usize| costs[i][o];
+        let cost = |i: usize, o: usize| costs[i].cost[o];
         let choice: Vec<u8> = match fixed {
             Some(f) if f.len() == self.members.len() => f.to_vec(),
             Some(_) => return None,
@@ -221,7 +254,7 @@ impl UpLump {
     }
 
     /// [`UpLump::value`] without the memo.
-    fn value_uncached(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
+    pub fn value_uncached(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
         let ln_r: f64 = self
             .relayed
             .iter()

@@ -74,7 +74,8 @@ fn rel(a: f64, b: f64) -> f64 {
 /// A tenant checked at the θs of its minimum keeps its bound there without a search; a hint
 /// at another θ gives a valid bound (under SNC-Meister, whose Brent search finds the minimum:
 /// no lower than it) when within the budget, and a search (the minimum) when the budget is
-/// below it. The same for the martingale analysis, whose θs are grid points.
+/// below it; a tenant of whose flows some miss their hint's θ keeps the others there and gets
+/// the minima of those. The same for the martingale analysis, whose θs are grid points.
 #[test]
 fn a_hint_is_checked_exactly_and_searched_only_when_over_its_budget() {
     for method in [Method::SncMeister, Method::SncMartingale] {
@@ -227,6 +228,68 @@ fn hints_under(method: Method) {
         assert!(a.searched, "{method} {}", a.bound.name);
         assert_eq!(a.bound, h.bound, "{method}");
     }
+    // the first flow an eighth of an octave below its minimum's θ, the others at θ/2, a budget
+    // just above the first's bound there and the others' minima, shared in their proportions:
+    // the others miss at θ/2 and are searched alone, the first is kept at its θ, and the
+    // tenant fits
+    let off_first = |h: &tailbound_calculus::HintedBound| -> Vec<f64> {
+        thetas(h)
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                if i == 0 {
+                    t / 2f64.powf(0.125)
+                } else {
+                    t / 2.0
+                }
+            })
+            .collect()
+    };
+    let at_off: Vec<Option<Hint>> = first
+        .iter()
+        .map(|h| {
+            Some(Hint {
+                thetas: off_first(h),
+                budget_s: 1.0,
+                shares: Vec::new(),
+            })
+        })
+        .collect();
+    // with no shares the flows before the last are bounded exactly
+    let off = bound_hinted(&net, method, &all, &o, &at_off, &mut every).unwrap();
+    let mixed: Vec<Option<Hint>> = first
+        .iter()
+        .zip(&off)
+        .map(|(h, b)| {
+            let mut shares = minimum_s(h);
+            shares[0] = secs(&b.bound.flows[0].bound);
+            Some(Hint {
+                thetas: off_first(h),
+                budget_s: shares.iter().sum::<f64>() * (1.0 + 1e-9),
+                shares,
+            })
+        })
+        .collect();
+    let partly = bound_hinted(&net, method, &all, &o, &mixed, &mut every).unwrap();
+    let mut several = 0;
+    for ((a, h), hint) in partly.iter().zip(&first).zip(&mixed) {
+        let name = &a.bound.name;
+        let hint = hint.as_ref().unwrap();
+        assert!(secs(&a.bound.total) <= hint.budget_s, "{method} {name}");
+        if a.bound.flows.len() < 2 {
+            continue;
+        }
+        several += 1;
+        assert!(a.searched, "{method} {name}");
+        assert_eq!(a.thetas[0], Some(hint.thetas[0]), "{method} {name}: kept");
+        assert_eq!(a.thetas[1..], h.thetas[1..], "{method} {name}: searched");
+        assert_eq!(
+            a.bound.flows[1..],
+            h.bound.flows[1..],
+            "{method} {name}: the minima"
+        );
+    }
+    assert!(several > 0, "tenants of several flows");
 }
 
 /// The martingale bound is the least over its θ grid: evaluated at every grid point from 5
