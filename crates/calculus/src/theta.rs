@@ -1,8 +1,9 @@
 //! The per-tenant loop of the analyses whose bounds are minima over θ (SNC's and the
 //! martingale's): each tenant with a [`Hint`] is first bounded at its hint's θs, which is a
 //! valid bound wherever it is defined, and kept when within the hint's budget (each flow only
-//! needs to fit in its share of it, [`OverTheta::flow_within_at`]); any other is minimised over
-//! θ ([`crate::bound_hinted`]).
+//! needs to fit in its share of it, [`OverTheta::flow_within_at`]); where a flow does not fit
+//! there, it is minimised over θ alone, and a tenant that does not fit even so, or has no
+//! hint, has every flow minimised ([`crate::bound_hinted`]).
 
 use crate::{effective_slo, tenant_result, Bound, BoundOptions, CalculusError, FlowBound};
 use crate::{Hint, HintedBound};
