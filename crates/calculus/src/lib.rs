@@ -244,10 +244,12 @@ pub struct HintedBound {
 /// analysis only checks that each flow's delay fits in its share of the budget,
 /// [`Hint::shares`], and gives that share as the flow's bound); a flow that does not fit at
 /// its hint's θ is minimised alone and kept where its minimum fits, and a tenant that does not
-/// fit even so is minimised as [`bound`] does (its flows' minima found so far reused). Either
-/// way a tenant fits exactly where its minima do. A caller that only needs to know whether bounds stay within budgets
-/// (admission control re-checking admitted tenants) saves the θ search of every tenant that
-/// still meets its budget at its last θ.
+/// fit even so is minimised as [`bound`] does (its flows' minima found so far reused). Where
+/// each minimum is at most the bound at any θ (the martingale analysis' grid scan; SNC's Brent
+/// search where it finds the minimum) a tenant fits exactly where its minima do. A caller that
+/// only needs to know whether bounds stay within budgets (admission control re-checking
+/// admitted tenants) saves the θ search of every tenant that still meets its budget at its
+/// last θ.
 ///
 /// The tenants are bounded in the order given, each handed to `each` as it is found (which
 /// may amend it, e.g. add delays of its own); bounding stops after the first for which `each`
