@@ -57,6 +57,16 @@ pub(crate) enum Check {
     Undefined,
 }
 
+impl Check {
+    /// The bound [s] (or the limit it is within), `None` where undefined.
+    fn seconds(self) -> Option<f64> {
+        match self {
+            Check::Within(s) | Check::Over(s) => Some(s),
+            Check::Undefined => None,
+        }
+    }
+}
+
 /// The bounds of `tenants` in that order under `an`, each handed to `each` until it breaks;
 /// `hints[k]` is where `tenants[k]` is checked first.
 pub(crate) fn bound_tenants(
@@ -155,22 +165,18 @@ fn at_hint(
     let mut seconds: Vec<(f64, bool)> = Vec::with_capacity(n);
     let mut thetas: Vec<Option<f64>> = Vec::with_capacity(n);
     for (i, (&f, &theta)) in spec.flows.iter().zip(&hint.thetas).enumerate() {
-        let left = hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>();
+        let left = room(hint, &seconds);
         let rest: f64 = weights.iter().skip(i).sum();
-        let check = |c: Check| match c {
-            Check::Within(s) => Some(s),
-            Check::Over(s) => Some(s),
-            Check::Undefined => None,
-        };
         // the flow's bound at the hint's θ (or its share, where within it), if defined
         let (at, limit) = match weights.get(i) {
             Some(w) if i + 1 < n && rest > 0.0 => {
                 let limit = left * (w / rest);
-                (check(an.flow_within_at(f, epsilon, theta, limit)?), limit)
+                let at = an.flow_within_at(f, epsilon, theta, limit)?.seconds();
+                (at, limit)
             }
             // no shares: the flows before the last are bounded exactly
             _ if i + 1 < n => (an.flow_bound_at(f, epsilon, theta)?, f64::NAN),
-            _ => (check(an.flow_within_at(f, epsilon, theta, left)?), left),
+            _ => (an.flow_within_at(f, epsilon, theta, left)?.seconds(), left),
         };
         if let Some(s) = at {
             if fits(an, spec.flows.as_slice(), hint, epsilon, &mut seconds, s)? {
@@ -222,8 +228,7 @@ fn fits(
     seconds: &mut [(f64, bool)],
     s: f64,
 ) -> Result<bool, CalculusError> {
-    let room = |seconds: &[(f64, bool)]| hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>();
-    if s <= room(seconds) {
+    if s <= room(hint, seconds) {
         return Ok(true);
     }
     if !seconds.iter().any(|s| s.1) {
@@ -242,7 +247,12 @@ fn fits(
             }
         }
     }
-    Ok(s <= room(seconds))
+    Ok(s <= room(hint, seconds))
+}
+
+/// What the flows bounded so far ([`fits`]) leave of the hint's budget [s].
+fn room(hint: &Hint, seconds: &[(f64, bool)]) -> f64 {
+    hint.budget_s - seconds.iter().map(|s| s.0).sum::<f64>()
 }
 
 /// The weights in which a hint shares its budget among a tenant's `n` flows: its
