@@ -30,6 +30,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::par_map;
@@ -621,7 +622,7 @@ impl<'a> ReplayedTraffic<'a> {
                 }
             })?;
             for (&f, m) in self.replay.network().tenants[t].flows.iter().zip(ms) {
-                self.net.flows[f].mmpp = m.mmpp;
+                self.net.flows[f].mmpp = m.mmpp.map(Arc::new);
                 self.net.flows[f].arrival = m.arrival;
             }
         }

@@ -12,6 +12,7 @@
 use crate::{ArrivalCurve, Mmpp, Slo, Stage};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Ethernet's MTU [bytes]: the packet size links carry work in (the simulator's chunks, the
 /// calculus' packetization allowance).
@@ -83,8 +84,10 @@ pub struct Flow {
     pub stage: Stage,
     /// queues crossed in order, indices into [`Network::queues`]
     pub path: Vec<usize>,
-    /// stochastic model of the arrivals at the source (needed by the SNC analyses)
-    pub mmpp: Option<Mmpp>,
+    /// stochastic model of the arrivals at the source (needed by the SNC analyses), shared:
+    /// a network of some of the tenants (an admission decision's neighbourhood) clones the
+    /// pointer, not the model
+    pub mmpp: Option<Arc<Mmpp>>,
     /// deterministic arrival curve at the source (needed by the DNC analysis)
     pub arrival: Option<ArrivalCurve>,
 }
@@ -631,7 +634,7 @@ impl NetworkBuilder {
             tenant,
             stage,
             path,
-            mmpp: models.mmpp,
+            mmpp: models.mmpp.map(Arc::new),
             arrival: models.arrival,
         });
         self.net.tenants[tenant].flows.push(f);

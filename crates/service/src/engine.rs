@@ -840,7 +840,7 @@ fn add_tenant(
 }
 
 fn mean_rate(
-    mmpp: &Option<tailbound_model::Mmpp>,
+    mmpp: &Option<std::sync::Arc<tailbound_model::Mmpp>>,
     arrival: &Option<tailbound_model::ArrivalCurve>,
 ) -> f64 {
     match (mmpp, arrival) {

@@ -235,6 +235,7 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
 use std::rc::Rc;
+use std::sync::Arc;
 use tailbound_model::{Mmpp, Network, SizeModel};
 
 /// θ grid points per doubling.
@@ -306,11 +307,19 @@ const HEAVY_PER_S: f64 = 0.5;
 /// decision); cleared when it holds this many.
 const CACHE_LIMIT: usize = 4096;
 
-/// Envelopes by fingerprint (each with its model, to tell collisions apart), and how many.
-type Cache = (usize, HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>);
+/// Envelopes by fingerprint (each with its model, to tell collisions apart), how many, and by
+/// the address of a network's shared model (held, so that the address is not reused): the
+/// networks of a decision's neighbourhood share their flows' models with the admission's
+/// network, so most look-ups need neither the fingerprint nor a comparison of models.
+#[derive(Default)]
+struct Cache {
+    len: usize,
+    by_fingerprint: HashMap<u64, Vec<(Mmpp, Rc<Cached>)>>,
+    by_address: HashMap<usize, (Arc<Mmpp>, Rc<Cached>)>,
+}
 
 thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new((0, HashMap::default()));
+    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
     static UPSTREAM: RefCell<HashMap<UpKey, Option<Rc<UpLump>>>> = RefCell::new(HashMap::default());
 }
 
@@ -352,11 +361,7 @@ impl Hash for ByAddress {
 /// Empties this thread's envelope and upstream lump caches (for benchmarks of a first
 /// decision; results never depend on the caches).
 pub fn clear_cache() {
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        c.0 = 0;
-        c.1.clear();
-    });
+    CACHE.with(|c| *c.borrow_mut() = Cache::default());
     UPSTREAM.with(|c| c.borrow_mut().clear());
 }
 
@@ -387,7 +392,7 @@ fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
     let key = fingerprint(m);
     let hit = CACHE.with(|c| {
         c.borrow()
-            .1
+            .by_fingerprint
             .get(&key)
             .and_then(|v| v.iter().find(|(mm, _)| mm == m).map(|(_, e)| e.clone()))
     });
@@ -402,12 +407,36 @@ fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
     });
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        if c.0 >= CACHE_LIMIT {
-            c.0 = 0;
-            c.1.clear();
+        if c.len >= CACHE_LIMIT {
+            *c = Cache::default();
         }
-        c.0 += 1;
-        c.1.entry(key).or_default().push((m.clone(), e.clone()));
+        c.len += 1;
+        c.by_fingerprint
+            .entry(key)
+            .or_default()
+            .push((m.clone(), e.clone()));
+    });
+    Ok(e)
+}
+
+/// [`cached_envelope`] of a network's shared model, looked up by its address first.
+fn cached_shared(m: &Arc<Mmpp>) -> Result<Rc<Cached>, String> {
+    let address = Arc::as_ptr(m) as usize;
+    let hit = CACHE.with(|c| {
+        c.borrow()
+            .by_address
+            .get(&address)
+            .filter(|(held, _)| Arc::ptr_eq(held, m))
+            .map(|(_, e)| e.clone())
+    });
+    if let Some(e) = hit {
+        return Ok(e);
+    }
+    let e = cached_envelope(m)?;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        c.len += 1;
+        c.by_address.insert(address, (m.clone(), e.clone()));
     });
     Ok(e)
 }
@@ -517,6 +546,8 @@ impl Plan {
 /// An upstream queue p of relayed cross traffic.
 #[derive(Debug, Clone)]
 struct UpSpec {
+    /// p, the analysed queue and ℓ: what the rest is a function of in one analysis
+    at: (usize, usize, u32),
     /// flows at p going on to the analysed queue (levels ≤ ℓ)
     relayed: Vec<usize>,
     /// the other flows at p (levels ≤ ℓ)
@@ -599,6 +630,13 @@ struct Analysis<'a> {
     level: Vec<u32>,
     /// dependency group per flow
     group: Vec<Option<usize>>,
+    /// whether any flow has a group
+    grouped: bool,
+    /// each flow's plan, once made
+    plans: RefCell<Vec<Option<Rc<Plan>>>>,
+    /// upstream lumps found, by [`UpSpec::at`], grid point and window
+    #[allow(clippy::type_complexity)]
+    ups: RefCell<HashMap<((usize, usize, u32), i32, u64), Option<Rc<UpLump>>>>,
     step_s: f64,
     env: Vec<Rc<Cached>>,
 }
@@ -648,7 +686,7 @@ impl<'a> Analysis<'a> {
                 Some(_) => {}
             }
             env.push(
-                cached_envelope(m)
+                cached_shared(m)
                     .map_err(|e| CalculusError::Invalid(format!("flow {:?}: {e}", flow.name)))?,
             );
         }
@@ -670,6 +708,9 @@ impl<'a> Analysis<'a> {
         Ok(Analysis {
             net,
             level,
+            grouped: !groups.is_empty(),
+            ups: RefCell::default(),
+            plans: RefCell::new(vec![None; net.flows.len()]),
             group,
             step_s: step_s.unwrap_or(1e-5),
             env,
@@ -728,7 +769,19 @@ impl<'a> Analysis<'a> {
         self.net.flows[g].path[0]
     }
 
-    fn plan(&self, f: usize) -> Result<Plan, CalculusError> {
+    /// Flow `f`'s plan, made once per analysis.
+    fn plan(&self, f: usize) -> Result<Rc<Plan>, CalculusError> {
+        if let Some(p) = self.plans.borrow().get(f).cloned().flatten() {
+            return Ok(p);
+        }
+        let p = Rc::new(self.make_plan(f)?);
+        if let Some(slot) = self.plans.borrow_mut().get_mut(f) {
+            *slot = Some(p.clone());
+        }
+        Ok(p)
+    }
+
+    fn make_plan(&self, f: usize) -> Result<Plan, CalculusError> {
         let path = &self.net.flows[f].path;
         let lvl = self.level[f];
         let step = self.step_s;
@@ -810,6 +863,7 @@ impl<'a> Analysis<'a> {
                         work += self.env[g].env.mean_work_per_step();
                     }
                     x2_up.push(UpSpec {
+                        at: (p, q2, lvl),
                         relayed,
                         others,
                         rate: rate(p),
@@ -925,7 +979,7 @@ impl<'a> Analysis<'a> {
 
     /// Flow `f`'s plan and the grid point of `theta`, `None` where its queues are not stable
     /// there (no bound holds).
-    fn at_point(&self, f: usize, theta: f64) -> Result<Option<(Plan, i32)>, CalculusError> {
+    fn at_point(&self, f: usize, theta: f64) -> Result<Option<(Rc<Plan>, i32)>, CalculusError> {
         if !(theta.is_finite() && theta > 0.0) {
             return Ok(None);
         }
@@ -1175,40 +1229,45 @@ impl<'a> Analysis<'a> {
         let theta = grid_theta(k);
         // dependency: a group with two or more flows anywhere in this walk and its lumps
         let mut count: HashMap<usize, usize> = HashMap::default();
-        let all_flows = members
-            .iter()
-            .map(|m| m.0)
-            .chain(specs.iter().flat_map(|&s| self.spec_flows(s, ups)));
-        for g in all_flows {
-            if let Some(grp) = self.group[g] {
-                *count.entry(grp).or_default() += 1;
+        if self.grouped {
+            let all_flows = members
+                .iter()
+                .map(|m| m.0)
+                .chain(specs.iter().flat_map(|&s| self.spec_flows(s, ups)));
+            for g in all_flows {
+                if let Some(grp) = self.group[g] {
+                    *count.entry(grp).or_default() += 1;
+                }
             }
         }
         let dependent = |g: usize| self.group[g].is_some_and(|grp| count[&grp] >= 2);
-        // lump units: the specs, then one per dependent member; components by shared group
-        let mut sets: Vec<Vec<usize>> = specs
-            .iter()
-            .map(|&s| {
-                let mut v: Vec<usize> = self
-                    .spec_flows(s, ups)
-                    .into_iter()
-                    .filter_map(|g| self.group[g])
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            })
-            .collect();
         let excess: Vec<(usize, Start, bool)> =
             members.iter().copied().filter(|m| dependent(m.0)).collect();
-        sets.extend(excess.iter().map(|m| self.group[m.0].into_iter().collect()));
-        let comp = component_ids(&sets);
-        let sizes = {
-            let mut v = vec![0usize; comp.iter().copied().max().map_or(0, |x| x + 1)];
+        // lump units: the specs, then one per dependent member; components by shared group
+        // (without groups, each its own)
+        let (comp, sizes) = if self.grouped {
+            let mut sets: Vec<Vec<usize>> = specs
+                .iter()
+                .map(|&s| {
+                    let mut v: Vec<usize> = self
+                        .spec_flows(s, ups)
+                        .into_iter()
+                        .filter_map(|g| self.group[g])
+                        .collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    v
+                })
+                .collect();
+            sets.extend(excess.iter().map(|m| self.group[m.0].into_iter().collect()));
+            let comp = component_ids(&sets);
+            let mut sizes = vec![0usize; comp.iter().copied().max().map_or(0, |x| x + 1)];
             for &c in &comp {
-                v[c] += 1;
+                sizes[c] += 1;
             }
-            v
+            (comp, sizes)
+        } else {
+            ((0..specs.len()).collect(), vec![1; specs.len()])
         };
         let at = |unit: usize| -> (i32, f64) {
             let kh = hoelder_point(k, sizes[comp[unit]]);
@@ -1291,6 +1350,17 @@ impl<'a> Analysis<'a> {
     /// the least value at a window of `w_ref` steps (computed once per thread for the same
     /// inputs, `UpKey`).
     fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<Rc<UpLump>> {
+        let here = (u.at, k, w_ref.to_bits());
+        if let Some(hit) = self.ups.borrow().get(&here) {
+            return hit.clone();
+        }
+        let lump = self.upstream_shared(k, u, w_ref);
+        self.ups.borrow_mut().insert(here, lump.clone());
+        lump
+    }
+
+    /// [`Analysis::upstream`] from this thread's lumps, by their inputs.
+    fn upstream_shared(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<Rc<UpLump>> {
         let mut labels: Vec<usize> = Vec::new();
         let mut keyed = |flows: &[usize]| -> Vec<(ByAddress, Option<usize>)> {
             flows

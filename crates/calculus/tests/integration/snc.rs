@@ -667,12 +667,12 @@ fn errors_name_the_problem() {
     );
 
     let mut net = fig7(2);
-    net.flows[1].mmpp.as_mut().unwrap().step_s = 1e-4;
+    std::sync::Arc::make_mut(net.flows[1].mmpp.as_mut().unwrap()).step_s = 1e-4;
     let e = bound_all(&net, Method::SncHop, &BoundOptions::default()).unwrap_err();
     assert!(matches!(e, CalculusError::MixedSteps { .. }), "{e}");
 
     let mut net = fig7(2);
-    net.flows[0].mmpp.as_mut().unwrap().transition[0][0] = 0.5;
+    std::sync::Arc::make_mut(net.flows[0].mmpp.as_mut().unwrap()).transition[0][0] = 0.5;
     let e = bound_all(&net, Method::SncConv, &BoundOptions::default()).unwrap_err();
     assert!(e.to_string().contains("T0.0"), "{e}");
 }
