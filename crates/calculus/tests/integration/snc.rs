@@ -722,6 +722,26 @@ fn request_and_response_flows_add_up() {
     assert!(secs(&res[1].flows[1].bound) > secs(&res[0].flows[1].bound));
 }
 
+/// The martingale analysis finds each flow's envelope per thread by its model's address first,
+/// and holds the model there so that the address is not reused: a model changed in place gets
+/// the bound of an analysis from scratch, not that of the model the address had.
+#[test]
+fn a_model_changed_in_place_is_not_taken_for_the_cached_one() {
+    let mut net = fig7(3);
+    let o = BoundOptions::default();
+    let before = bound_all(&net, Method::SncMartingale, &o).unwrap();
+    // where the network were its only owner, this would change it at the same address
+    let m = std::sync::Arc::make_mut(net.flows[0].mmpp.as_mut().unwrap());
+    m.states = vec![state(0.004, 20000.0), state(0.012, 20000.0)];
+    let after = bound_all(&net, Method::SncMartingale, &o).unwrap();
+    tailbound_calculus::martingale::clear_cache();
+    let fresh = bound_all(&net, Method::SncMartingale, &o).unwrap();
+    for t in 0..3 {
+        assert_eq!(secs(&after[t].total), secs(&fresh[t].total), "tenant {t}");
+    }
+    assert!(secs(&after[0].total) > 1.01 * secs(&before[0].total));
+}
+
 // ---------------------------------------------------------------------------------------
 // properties
 
