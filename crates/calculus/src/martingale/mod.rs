@@ -406,12 +406,9 @@ fn cached_envelope(m: &Mmpp) -> Result<Rc<Cached>, String> {
         split: OnceCell::new(),
     });
     CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.len >= CACHE_LIMIT {
-            *c = Cache::default();
-        }
-        c.len += 1;
-        c.by_fingerprint
+        c.borrow_mut()
+            .room()
+            .by_fingerprint
             .entry(key)
             .or_default()
             .push((m.clone(), e.clone()));
@@ -434,11 +431,23 @@ fn cached_shared(m: &Arc<Mmpp>) -> Result<Rc<Cached>, String> {
     }
     let e = cached_envelope(m)?;
     CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        c.len += 1;
-        c.by_address.insert(address, (m.clone(), e.clone()));
+        c.borrow_mut()
+            .room()
+            .by_address
+            .insert(address, (m.clone(), e.clone()));
     });
     Ok(e)
+}
+
+impl Cache {
+    /// Counts one more entry, emptying the cache first where it holds [`CACHE_LIMIT`].
+    fn room(&mut self) -> &mut Cache {
+        if self.len >= CACHE_LIMIT {
+            *self = Cache::default();
+        }
+        self.len += 1;
+        self
+    }
 }
 
 impl Cached {
