@@ -156,6 +156,10 @@ impl Window {
                 states
                     .iter()
                     .map(|&[pi, ln_r, ln_s]| {
+                        if ln_r == 0.0 {
+                            // M_i = M̂: π_i whether the chain stays or not
+                            return pi;
+                        }
                         let stay = (w - 1.0) * ln_s;
                         pi * (-stay.exp_m1() + (stay + w * ln_r).exp())
                     })

@@ -195,7 +195,10 @@
 //! admission experiment's first run of seed 1, choosing θ' at one block instead left the 98
 //! flows' bounds 1.16× as large in the geometric mean, up to 1.9×; the rounding lets bounds
 //! whose second queue differs a little share the lump, which is kept per thread by its inputs,
-//! `UpKey`, with its values by window), and d is the least point of a grid 0.1% apart with
+//! `UpKey`; of the 24 grid points above θ's, the minimum is sought down from the largest where
+//! the lump is defined, while its value falls: on the admission experiment's seeds 1 and 2
+//! that found the least of all the defined points in each of 45 000 lumps, with about 3
+//! evaluations instead of 13), and d is the least point of a grid 0.1% apart with
 //! P(delay > d) ≤ ε (`solve_delay`, searched from half the SLO wherever it is solved, so that a
 //! hint's check and a search at the same grid point give the same delay), computing each
 //! window's lumps once per grid point. Once the scan has a best delay, a grid point is solved
@@ -1138,14 +1141,7 @@ impl<'a> Analysis<'a> {
                 return None;
             }
         }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if stable(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
+        let lo = last_where(lo, hi, stable);
         // every grid point down from the largest stable θ until PATIENCE in a row are no
         // better than the best: the bound is a sawtooth of rising teeth (module docs,
         // "Search"), whose floors a coarser scan misses, and then a θ hint
@@ -1314,6 +1310,7 @@ impl<'a> Analysis<'a> {
                 walker.members.push((pair, start, win));
             }
         }
+        walker.costs = RefCell::new(Vec::with_capacity(walker.members.len()));
         let heavy = if parts.is_empty() {
             None
         } else {
@@ -1356,8 +1353,8 @@ impl<'a> Analysis<'a> {
     }
 
     /// An upstream queue's lump at grid point k: its θ' is the grid point above k that gives
-    /// the least value at a window of `w_ref` steps (computed once per thread for the same
-    /// inputs, `UpKey`).
+    /// the least value at a window of `w_ref` steps (module docs, "Search"; computed once per
+    /// thread for the same inputs, `UpKey`).
     fn upstream(&self, k: i32, u: &UpSpec, w_ref: f64) -> Option<Rc<UpLump>> {
         let here = (u.at, k, w_ref.to_bits());
         if let Some(hit) = self.ups.borrow().get(&here) {
@@ -1436,15 +1433,12 @@ impl<'a> Analysis<'a> {
             .map(|&g| (g, Start::Zero, false))
             .chain(u.others.iter().map(|&g| (g, Start::Window, false)))
             .collect();
-        let mut best: Option<(f64, Rc<UpLump>)> = None;
-        for kt in k + 1..=k + 24 {
-            let Some(inner) = self.prepare(kt, &members, u.rate, Cross::NONE, false) else {
-                // beyond p's stability or the MGFs' domain: larger θ' only get worse
-                break;
-            };
-            let Some(inner_lumps) = lumps_value(&inner.lumps, 0.0, false) else {
-                break;
-            };
+        // the lump with θ' at grid point kt, and its value at the window `w_ref`; `None`
+        // beyond the queue's stability or the MGFs' domain (and at every larger θ')
+        type Candidate = Option<(f64, Rc<UpLump>)>;
+        let candidate = |kt: i32| -> Candidate {
+            let inner = self.prepare(kt, &members, u.rate, Cross::NONE, false)?;
+            let inner_lumps = lumps_value(&inner.lumps, 0.0, false)?;
             let mut rho_tail = 0.0;
             for &g in &u.relayed {
                 let t = self.tilt(g, kt)?;
@@ -1457,18 +1451,49 @@ impl<'a> Analysis<'a> {
                 rate: u.rate,
                 ln_util: u.util.ln(),
                 theta_tail: grid_theta(kt),
+                tail: Tail::new(theta, grid_theta(kt)),
                 window_growth,
                 tail_growth: grid_theta(kt) * rho_tail,
-                values: RefCell::default(),
             });
-            let Some(v) = lump.value_uncached(theta, w_ref, false) else {
-                break;
-            };
-            if best.as_ref().is_none_or(|(b, _)| v < *b) {
-                best = Some((v, lump));
+            let v = lump.value(w_ref, false)?;
+            Some((v, lump))
+        };
+        // the candidates are the grid points from k + 1 up to the first where the lump is
+        // undefined (at most 24), and their least is sought from the top down (module docs,
+        // "Search"). The top: without dependency groups, the largest point where the flows'
+        // least growth rates fit the queue's rate (necessary for a lump, monotone in θ'; a
+        // little slack for the walk's own order of summing; a dependent member is kept at
+        // another grid point's rate instead), bisected further down where no lump is defined.
+        let mut tried: Vec<Option<Candidate>> = vec![None; 24];
+        let mut at = |kt: i32| -> Candidate {
+            tried[(kt - k - 1) as usize]
+                .get_or_insert_with(|| candidate(kt))
+                .clone()
+        };
+        let all: Vec<usize> = u.relayed.iter().chain(&u.others).copied().collect();
+        let fits = |kt: i32| {
+            self.rho(&all, kt)
+                .is_some_and(|r| r <= u.rate * (1.0 + 1e-9))
+        };
+        let mut top = if self.grouped {
+            k + 24
+        } else {
+            last_where(k, k + 25, fits)
+        };
+        if top > k && at(top).is_none() {
+            top = last_where(k, top, |kt| at(kt).is_some());
+        }
+        if top <= k {
+            return None;
+        }
+        let mut best = at(top)?;
+        for kt in (k + 1..top).rev() {
+            match at(kt) {
+                Some(c) if c.0 < best.0 => best = c,
+                _ => break,
             }
         }
-        best.map(|(_, l)| l)
+        Some(best.1)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -1596,7 +1621,8 @@ impl<'a> Analysis<'a> {
         }
         // the lumps depend on the window only, and the delay's solver asks for the same
         // windows again and again (whole blocks of the same τ): each is computed once
-        let lumps_at: RefCell<HashMap<(u64, bool), Option<f64>>> = RefCell::new(HashMap::default());
+        let lumps_at: RefCell<HashMap<(u64, bool), Option<f64>>> =
+            RefCell::new(HashMap::with_capacity_and_hasher(64, Default::default()));
         let lumps_in = |w: f64, windowed: bool| -> Option<f64> {
             *lumps_at
                 .borrow_mut()
@@ -1696,6 +1722,20 @@ impl<'a> Analysis<'a> {
         };
         goal.reach(ln_p, ln_eps)
     }
+}
+
+/// The largest x in (`ok`, `bad`) where `holds`, or `ok` where there is none, for a `holds`
+/// that is true up to some point and false above it (`ok` and `bad` are not asked).
+fn last_where(mut ok: i32, mut bad: i32, mut holds: impl FnMut(i32) -> bool) -> i32 {
+    while bad - ok > 1 {
+        let mid = ok + (bad - ok) / 2;
+        if holds(mid) {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    ok
 }
 
 /// Relative spacing of the delays [`solve_delay`] returns.
@@ -1872,15 +1912,40 @@ fn log_sum_exp(xs: &[f64]) -> f64 {
 
 /// ln ∫₀^∞ θ e^{θy} min(U, G e^{−θ'y}) dy for θ < θ' (ln U and ln G given).
 fn ln_tail_integral(ln_u: f64, ln_g: f64, theta: f64, theta_t: f64) -> f64 {
-    let r = theta / (theta_t - theta);
-    if ln_g <= ln_u {
-        // y0 = 0: G θ/(θ' − θ)
-        ln_g + r.ln()
-    } else {
-        // y0 = ln(G/U)/θ': U [e^{θ y0} θ'/(θ' − θ) − 1]
-        let a = (theta / theta_t) * (ln_g - ln_u) + (theta_t / (theta_t - theta)).ln();
-        // ln(e^a − 1), a > 0
-        ln_u + a + (-(-a).exp()).ln_1p()
+    Tail::new(theta, theta_t).ln_integral(ln_u, ln_g)
+}
+
+/// The integral of [`ln_tail_integral`] for one θ < θ': its constants.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tail {
+    /// θ/θ'
+    pub ratio: f64,
+    /// ln θ/(θ' − θ)
+    ln_r: f64,
+    /// ln θ'/(θ' − θ)
+    pub ln_c: f64,
+}
+
+impl Tail {
+    pub fn new(theta: f64, theta_t: f64) -> Tail {
+        Tail {
+            ratio: theta / theta_t,
+            ln_r: (theta / (theta_t - theta)).ln(),
+            ln_c: (theta_t / (theta_t - theta)).ln(),
+        }
+    }
+
+    /// [`ln_tail_integral`] at this θ and θ'.
+    pub fn ln_integral(&self, ln_u: f64, ln_g: f64) -> f64 {
+        if ln_g <= ln_u {
+            // y0 = 0: G θ/(θ' − θ)
+            ln_g + self.ln_r
+        } else {
+            // y0 = ln(G/U)/θ': U [e^{θ y0} θ'/(θ' − θ) − 1]
+            let a = self.ratio * (ln_g - ln_u) + self.ln_c;
+            // ln(e^a − 1), a > 0
+            ln_u + a + (-(-a).exp()).ln_1p()
+        }
     }
 }
 

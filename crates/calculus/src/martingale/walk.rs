@@ -7,8 +7,7 @@
 //! window bounds are used, a member's ln κ_g + θρ_g(n_s − s_g) may be its window bound instead
 //! (parent module docs, "Windows").
 
-use super::{ln_tail_integral, log_sum_exp, Window, PEAK};
-use rustc_hash::FxHashMap as HashMap;
+use super::{log_sum_exp, Tail, Window, PEAK};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -132,46 +131,46 @@ impl Walker {
             }
         }
         let cost = |i: usize, o: usize| costs[i].cost[o];
-        let choice: Vec<u8> = match fixed {
-            Some(f) if f.len() == self.members.len() => f.to_vec(),
+        let rho = |i: usize, o: u8| self.members[i].0[o as usize].0;
+        let n = self.members.len();
+        // the choices, with what they pay and how fast they grow
+        let (mut paid, mut slope) = (0.0, 0.0);
+        let mut choice: Vec<u8> = Vec::with_capacity(n);
+        match fixed {
+            Some(f) if f.len() == n => choice.extend_from_slice(f),
             Some(_) => return None,
-            None => {
-                let mut choice: Vec<u8> = (0..self.members.len())
-                    .map(|i| u8::from(cost(i, 1) < cost(i, 0)))
-                    .collect();
-                // while Σρ exceeds the rate, switch to the smaller ρ that costs least per unit
-                // of ρ saved
-                let mut total: f64 = choice
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &o)| self.members[i].0[o as usize].0)
-                    .sum();
-                while total > self.rate {
-                    let mut best: Option<(f64, usize, u8)> = None;
-                    for (i, &cur) in choice.iter().enumerate() {
-                        for o in 0..2u8 {
-                            let saved =
-                                self.members[i].0[cur as usize].0 - self.members[i].0[o as usize].0;
-                            if saved > 0.0 {
-                                let per = (cost(i, o as usize) - cost(i, cur as usize)) / saved;
-                                if best.is_none_or(|(b, _, _)| per < b) {
-                                    best = Some((per, i, o));
-                                }
+            None => choice.extend((0..n).map(|i| u8::from(cost(i, 1) < cost(i, 0)))),
+        }
+        for (i, &o) in choice.iter().enumerate() {
+            paid += cost(i, o as usize);
+            slope += rho(i, o);
+        }
+        if fixed.is_none() && slope > self.rate {
+            // while Σρ exceeds the rate, switch to the smaller ρ that costs least per unit of
+            // ρ saved
+            let mut total = slope;
+            while total > self.rate {
+                let mut best: Option<(f64, usize, u8)> = None;
+                for (i, &cur) in choice.iter().enumerate() {
+                    for o in 0..2u8 {
+                        let saved = rho(i, cur) - rho(i, o);
+                        if saved > 0.0 {
+                            let per = (cost(i, o as usize) - cost(i, cur as usize)) / saved;
+                            if best.is_none_or(|(b, _, _)| per < b) {
+                                best = Some((per, i, o));
                             }
                         }
                     }
-                    let (_, i, o) = best?;
-                    total -=
-                        self.members[i].0[choice[i] as usize].0 - self.members[i].0[o as usize].0;
-                    choice[i] = o;
                 }
-                choice
+                let (_, i, o) = best?;
+                total -= rho(i, choice[i]) - rho(i, o);
+                choice[i] = o;
             }
-        };
-        let (mut paid, mut slope) = (0.0, 0.0);
-        for (i, &o) in choice.iter().enumerate() {
-            paid += cost(i, o as usize);
-            slope += self.members[i].0[o as usize].0;
+            (paid, slope) = (0.0, 0.0);
+            for (i, &o) in choice.iter().enumerate() {
+                paid += cost(i, o as usize);
+                slope += rho(i, o);
+            }
         }
         if self.rate < slope {
             return None;
@@ -211,17 +210,13 @@ pub(super) struct UpLump {
     pub ln_util: f64,
     /// θ' [1/work]
     pub theta_tail: f64,
+    /// the tail integral's constants at the lump's θ (its grid point's) and θ'
+    pub tail: Tail,
     /// growth per step of window of the relayed windows' part (largest options)
     pub window_growth: f64,
     /// θ'·Σρ of the relayed flows at θ' (largest options): the growth of ln G per step
     pub tail_growth: f64,
-    /// values asked for so far, by θ, window and whether windowed ([`UpLump::value`]): the
-    /// lump is shared, per thread, by the bounds of every decision with the same inputs
-    pub values: RefCell<HashMap<(u64, u64, bool), Option<f64>>>,
 }
-
-/// Values an [`UpLump`] keeps; cleared when it holds this many.
-const UP_VALUES_LIMIT: usize = 4096;
 
 impl UpLump {
     /// ln G: the Doob bound's prefactor of the queue's walk for a window of `w` steps.
@@ -239,28 +234,13 @@ impl UpLump {
 
     /// ln E[e^{θ L}] for a window of `w` steps (parent module docs, "Two queues"), the relayed
     /// windows' window bounds used if `windowed`.
-    fn value(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
-        let key = (theta.to_bits(), w.to_bits(), windowed);
-        if let Some(v) = self.values.borrow().get(&key) {
-            return *v;
-        }
-        let v = self.value_uncached(theta, w, windowed);
-        let mut values = self.values.borrow_mut();
-        if values.len() >= UP_VALUES_LIMIT {
-            values.clear();
-        }
-        values.insert(key, v);
-        v
-    }
-
-    /// [`UpLump::value`] without the memo.
-    pub fn value_uncached(&self, theta: f64, w: f64, windowed: bool) -> Option<f64> {
+    pub fn value(&self, w: f64, windowed: bool) -> Option<f64> {
         let ln_r: f64 = self
             .relayed
             .iter()
             .map(|(p, th, scale, win)| scale * window(p, win, *th, w, windowed))
             .sum();
-        let ln_i = ln_tail_integral(self.ln_util, self.ln_g(w)?, theta, self.theta_tail);
+        let ln_i = self.tail.ln_integral(self.ln_util, self.ln_g(w)?);
         let v = log_sum_exp(&[ln_r, ln_i]);
         v.is_finite().then_some(v)
     }
@@ -269,12 +249,11 @@ impl UpLump {
     /// `w` steps and more. The tail integral I = U(c·(G/U)^r − 1) (r = θ/θ', c = θ'/(θ' − θ))
     /// once G > U, whose elasticity in G is rX/(X − 1) ≤ 1 with X = c(G/U)^r, falling as G
     /// grows (G grows with the window); G itself grows at most at `tail_growth`.
-    fn growth(&self, theta: f64, w: f64) -> Option<f64> {
+    fn growth(&self, w: f64) -> Option<f64> {
         let ln_g = self.ln_g(w)?;
-        let r = theta / self.theta_tail;
+        let r = self.tail.ratio;
         let elasticity = if ln_g > self.ln_util {
-            let ln_x =
-                (self.theta_tail / (self.theta_tail - theta)).ln() + r * (ln_g - self.ln_util);
+            let ln_x = self.tail.ln_c + r * (ln_g - self.ln_util);
             // rX/(X − 1) = r/(1 − 1/X)
             r / -(-ln_x).exp_m1()
         } else {
@@ -326,7 +305,7 @@ pub(super) fn lumps_value(lumps: &[Lump], w: f64, windowed: bool) -> Option<f64>
         total += l.scale
             * match &l.kind {
                 LumpKind::Window(p, win) => window(p, win, l.theta_at, w, windowed),
-                LumpKind::Up(u) => u.value(l.theta_at, w, windowed)?,
+                LumpKind::Up(u) => u.value(w, windowed)?,
                 LumpKind::Const(v) => *v,
             };
     }
@@ -341,7 +320,7 @@ pub(super) fn lumps_growth(lumps: &[Lump], w: f64) -> Option<f64> {
         g += l.scale
             * match &l.kind {
                 LumpKind::Window(p, _) => l.theta_at * p[0].0.max(p[1].0),
-                LumpKind::Up(u) => u.growth(l.theta_at, w)?,
+                LumpKind::Up(u) => u.growth(w)?,
                 LumpKind::Const(_) => 0.0,
             };
     }
