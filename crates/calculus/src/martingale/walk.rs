@@ -133,18 +133,22 @@ impl Walker {
         let cost = |i: usize, o: usize| costs[i].cost[o];
         let rho = |i: usize, o: u8| self.members[i].0[o as usize].0;
         let n = self.members.len();
-        // the choices, with what they pay and how fast they grow
-        let (mut paid, mut slope) = (0.0, 0.0);
+        // what the choices pay and how fast they grow
+        let sums = |choice: &[u8]| {
+            choice
+                .iter()
+                .enumerate()
+                .fold((0.0, 0.0), |(paid, slope), (i, &o)| {
+                    (paid + cost(i, o as usize), slope + rho(i, o))
+                })
+        };
         let mut choice: Vec<u8> = Vec::with_capacity(n);
         match fixed {
             Some(f) if f.len() == n => choice.extend_from_slice(f),
             Some(_) => return None,
             None => choice.extend((0..n).map(|i| u8::from(cost(i, 1) < cost(i, 0)))),
         }
-        for (i, &o) in choice.iter().enumerate() {
-            paid += cost(i, o as usize);
-            slope += rho(i, o);
-        }
+        let (mut paid, mut slope) = sums(&choice);
         if fixed.is_none() && slope > self.rate {
             // while Σρ exceeds the rate, switch to the smaller ρ that costs least per unit of
             // ρ saved
@@ -166,11 +170,7 @@ impl Walker {
                 total -= rho(i, choice[i]) - rho(i, o);
                 choice[i] = o;
             }
-            (paid, slope) = (0.0, 0.0);
-            for (i, &o) in choice.iter().enumerate() {
-                paid += cost(i, o as usize);
-                slope += rho(i, o);
-            }
+            (paid, slope) = sums(&choice);
         }
         if self.rate < slope {
             return None;
