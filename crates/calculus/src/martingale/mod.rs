@@ -1283,6 +1283,7 @@ impl<'a> Analysis<'a> {
             rate,
             caps: Vec::new(),
             costs: RefCell::default(),
+            chosen: RefCell::default(),
         };
         // independent members other than the analysed flow: their heavy batches split off
         let mut parts: Vec<heavy::Part> = Vec::new();
@@ -1530,14 +1531,14 @@ impl<'a> Analysis<'a> {
         let ln_p = |d: f64| -> Option<f64> {
             let m = d.ceil();
             let st = Starts { m, a: 0.0, w: 0.0 };
-            let (walk, choice) =
+            let (walk, slack) =
                 prep.walker
                     .eval(theta, m + 1.0, rate * (d - m - 1.0), &st, None, windowed)?;
             match &prep.heavy {
                 None => Some(walk + lumps),
                 Some(law) => {
                     let light = heavy::Light {
-                        pieces: vec![(walk + lumps, theta * prep.walker.slack(&choice), m + 1.0)],
+                        pieces: vec![(walk + lumps, theta * slack, m + 1.0)],
                         tail: None,
                     };
                     heavy::ln_bound(&light, law, theta, m)
@@ -1640,13 +1641,13 @@ impl<'a> Analysis<'a> {
                      b: f64,
                      fixed: Option<&[u8]>,
                      windowed: bool|
-         -> Option<(f64, f64, Vec<u8>)> {
+         -> Option<(f64, f64, f64)> {
             let m = d.ceil();
             let a = b * tau;
             let w = a + tau;
             let n1 = if c2 >= c1 { a } else { a + tau - 1.0 };
             let st = Starts { m, a, w };
-            let (walk, choice) = prep.walker.eval(
+            let (walk, slack) = prep.walker.eval(
                 theta,
                 a.max(m + 1.0),
                 (c2 - c1) * n1 + c2 * (d - m),
@@ -1655,18 +1656,19 @@ impl<'a> Analysis<'a> {
                 windowed,
             )?;
             let lumps = if single { 0.0 } else { lumps_in(w, windowed)? };
-            Some((walk, lumps, choice))
+            Some((walk, lumps, theta * slack))
         };
-        let slack = |choice: &[u8]| theta * prep.walker.slack(choice);
+        // the blocks' terms, kept between the solver's evaluations
+        let terms: RefCell<Vec<f64>> = RefCell::new(Vec::with_capacity(40));
         let ln_p = |d: f64| -> Option<f64> {
             let m = d.ceil();
             if single {
-                let (w, l, choice) = block(d, 1.0, 0.0, None, windowed)?;
+                let (w, l, slack) = block(d, 1.0, 0.0, None, windowed)?;
                 return match &prep.heavy {
                     None => Some(w + l),
                     Some(law) => {
                         let light = heavy::Light {
-                            pieces: vec![(w + l, slack(&choice), m + 1.0)],
+                            pieces: vec![(w + l, slack, m + 1.0)],
                             tail: None,
                         };
                         heavy::ln_bound(&light, law, theta, m)
@@ -1677,30 +1679,33 @@ impl<'a> Analysis<'a> {
             let tau = tau_rule.max(((m + 1.0) / 32.0).ceil());
             // blocks until t1's block is past t (the walk starts at a from then on), and one
             let b_last = ((m + 1.0) / tau).ceil() + 1.0;
-            let mut terms = Vec::with_capacity(b_last as usize + 2);
+            let mut terms = terms.borrow_mut();
+            terms.clear();
             let mut light = heavy::Light::default();
             let mut b = 0.0;
             let last = loop {
-                let (walk, lumps, choice) = block(d, tau, b, None, windowed)?;
+                let (walk, lumps, slack) = block(d, tau, b, None, windowed)?;
                 terms.push(walk + lumps);
                 if prep.heavy.is_some() {
                     light
                         .pieces
-                        .push((walk + lumps, slack(&choice), (b * tau).max(m + 1.0)));
+                        .push((walk + lumps, slack, (b * tau).max(m + 1.0)));
                 }
                 if b >= b_last {
-                    break (walk, lumps, choice);
+                    break (walk, lumps, slack);
                 }
                 b += 1.0;
             };
             // every later block with the last block's supermartingales, without window
             // bounds: the walk part changes linearly, the lumps grow at most at their growth
             // bound
-            let (last_walk, last_lumps, choice) = if windowed {
+            let (last_walk, last_lumps, slack) = if windowed {
                 block(d, tau, b, None, false)?
             } else {
                 last
             };
+            // the walker's last evaluation was that block's
+            let choice = prep.walker.choice();
             let (next_walk, _, _) = block(d, tau, b + 1.0, Some(&choice), false)?;
             let growth = lumps_growth(&prep.lumps, (b + 1.0) * tau)?;
             let ln_r = next_walk - last_walk + growth * tau;
@@ -1713,7 +1718,7 @@ impl<'a> Analysis<'a> {
                     ln_r,
                     tau,
                     (b + 1.0) * tau,
-                    slack(&choice),
+                    slack,
                 ));
                 return heavy::ln_bound(&light, law, theta, m);
             }

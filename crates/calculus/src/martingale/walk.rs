@@ -67,6 +67,8 @@ pub(super) struct Walker {
     /// of a two-queue bound and the windows of an upstream lump change the counted steps of a
     /// few members only, and a window bound costs a few exponentials per chain state
     pub costs: RefCell<Vec<Costed>>,
+    /// the members' supermartingales chosen at the last evaluation ([`Walker::choice`])
+    pub chosen: RefCell<Vec<u8>>,
 }
 
 /// A member's costs under its two supermartingales, for θ, its counted steps and whether
@@ -81,7 +83,9 @@ pub(super) struct Costed {
 
 impl Walker {
     /// The walk part of the value at θ for a crossing at N ≥ `n_s` above rate·N + `c`, with
-    /// each member's supermartingale chosen (or `fixed`), and the choices; with `windowed`, a
+    /// each member's supermartingale chosen (or `fixed`), and the walk's slack under the
+    /// choices (its rate less their growth rates [work/step]: how fast the value falls per
+    /// step of later start); the choices are kept for [`Walker::choice`]. With `windowed`, a
     /// member's h ≡ 1 supermartingale pays the lesser of κλ'^w and its window bound for its
     /// w steps before `n_s` (the value is then no longer linear in `n_s`). `None` when the
     /// walk is unstable or a member starts after `n_s`.
@@ -93,7 +97,7 @@ impl Walker {
         st: &Starts,
         fixed: Option<&[u8]>,
         windowed: bool,
-    ) -> Option<(f64, Vec<u8>)> {
+    ) -> Option<(f64, f64)> {
         if self.rate.is_nan() || self.rate <= 0.0 {
             return None;
         }
@@ -142,13 +146,14 @@ impl Walker {
                     (paid + cost(i, o as usize), slope + rho(i, o))
                 })
         };
-        let mut choice: Vec<u8> = Vec::with_capacity(n);
+        let mut choice = self.chosen.borrow_mut();
+        choice.clear();
         match fixed {
             Some(f) if f.len() == n => choice.extend_from_slice(f),
             Some(_) => return None,
             None => choice.extend((0..n).map(|i| u8::from(cost(i, 1) < cost(i, 0)))),
         }
-        let (mut paid, mut slope) = sums(&choice);
+        let (mut paid, mut slope) = sums(&choice[..]);
         if fixed.is_none() && slope > self.rate {
             // while Σρ exceeds the rate, switch to the smaller ρ that costs least per unit of
             // ρ saved
@@ -170,27 +175,19 @@ impl Walker {
                 total -= rho(i, choice[i]) - rho(i, o);
                 choice[i] = o;
             }
-            (paid, slope) = sums(&choice);
+            (paid, slope) = sums(&choice[..]);
         }
         if self.rate < slope {
             return None;
         }
         let lift: f64 = self.caps.iter().map(|(cap, s)| cap * st.of(*s)).sum();
         let v = paid - theta * (self.rate * n_s + c + lift);
-        v.is_finite().then_some((v, choice))
+        v.is_finite().then_some((v, self.rate - slope))
     }
-}
 
-impl Walker {
-    /// The walk's rate less its members' growth rates under `choice` [work/step]: how fast the
-    /// walk's value falls per step of later start.
-    pub fn slack(&self, choice: &[u8]) -> f64 {
-        let slope: f64 = choice
-            .iter()
-            .enumerate()
-            .map(|(i, &o)| self.members[i].0[o as usize].0)
-            .sum();
-        self.rate - slope
+    /// The supermartingales chosen at the last evaluation, to fix them for another.
+    pub fn choice(&self) -> Vec<u8> {
+        self.chosen.borrow().clone()
     }
 }
 
